@@ -1,0 +1,134 @@
+"""Forward+backward time of every loss against ``ce``.
+
+Inputs: tagging logits ``[32, 128, 9]`` (multi-class, 10% padding) and MRC start
+logits ``[32, 384]`` (binary over positions, a context mask). Medians of repeated
+runs via ``torch.utils.benchmark``; CPU always, CUDA where present.
+
+    python benchmarks/bench_losses.py            # prints a table, updates docs/benchmarks.md
+    python benchmarks/bench_losses.py --quick    # shorter runs, no docs update
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.utils import benchmark
+
+from docs_table import write_section
+from trainables.losses import build_loss
+
+SPECS: list[dict] = [
+    {"name": "ce"},
+    {"name": "wce", "k": 1.0},
+    {"name": "focal", "gamma": 2.0},
+    {"name": "dice"},
+    {"name": "tversky", "alpha": 0.3, "beta": 0.7},
+    {"name": "dsc", "alpha": 0.1},
+    {"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"},
+]
+
+
+def tagging_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor, None, list[int]]:
+    """``[32, 128, 9]`` logits, ``[32, 128]`` targets with the last 10% of positions padded."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(32, 128, 9, generator=gen)
+    target = torch.randint(0, 9, (32, 128), generator=gen)
+    target[:, 115:] = -100
+    counts = torch.bincount(target[target >= 0], minlength=9).tolist()
+    return logits.to(device), target.to(device), None, counts
+
+
+def mrc_inputs(device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+    """``[32, 384]`` start logits, one-hot targets, a mask of the context tokens."""
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(32, 384, generator=gen)
+    target = torch.zeros(32, 384)
+    target[torch.arange(32), torch.randint(40, 300, (32,), generator=gen)] = 1.0
+    mask = torch.zeros(32, 384, dtype=torch.bool)
+    mask[:, 30:320] = True
+    n_pos = int(target.sum())
+    return logits.to(device), target.to(device), mask.to(device), [int(mask.sum()) - n_pos, n_pos]
+
+
+def label(spec: dict) -> str:
+    params = ",".join(f"{k}={v}" for k, v in spec.items() if k != "name")
+    return f"{spec['name']}({params})" if params else spec["name"]
+
+
+def time_loss(spec: dict, inputs: tuple, min_run_time: float) -> float:
+    """Median seconds of one forward+backward pass."""
+    logits, target, mask, counts = inputs
+    full = {**spec, "class_counts": counts} if spec["name"] == "wce" else spec
+    loss_fn = build_loss(full).to(logits.device)
+    leaf = logits.clone().requires_grad_()
+
+    def step() -> None:
+        leaf.grad = None
+        loss_fn(leaf, target, mask).backward()
+
+    step()  # warm-up
+    timer = benchmark.Timer(stmt="step()", globals={"step": step}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def run(devices: list[str], min_run_time: float) -> list[dict]:
+    cases: dict[str, Callable] = {"tagging [32,128,9]": tagging_inputs, "mrc [32,384]": mrc_inputs}
+    rows = []
+    for device in devices:
+        for case, make in cases.items():
+            inputs = make(device)
+            base = time_loss(SPECS[0], inputs, min_run_time)
+            for spec in SPECS:
+                seconds = base if spec == SPECS[0] else time_loss(spec, inputs, min_run_time)
+                rows.append(
+                    {
+                        "device": device,
+                        "input": case,
+                        "loss": label(spec),
+                        "median_us": seconds * 1e6,
+                        "x_ce": seconds / base,
+                    }
+                )
+    return rows
+
+
+def render(rows: list[dict]) -> str:
+    lines = [
+        "| device | input | loss | fwd+bwd median (µs) | × ce |",
+        "|---|---|---|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['device']} | {r['input']} | {r['loss']} | {r['median_us']:.0f} | {r['x_ce']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short runs; do not update docs")
+    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md")
+    args = parser.parse_args()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows = run(devices, min_run_time=0.2 if args.quick else 1.0)
+    table = render(rows)
+    print(table)
+    worst = max(r["x_ce"] for r in rows)
+    print(f"\nworst ratio against ce: {worst:.2f} (target <= 1.5)")
+    if not args.quick:
+        machine = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+        body = (
+            f"Machine: {machine}. Command: `python benchmarks/bench_losses.py`.\n"
+            "Median of repeated forward+backward passes (`torch.utils.benchmark`), "
+            "ratio against `ce` on the same inputs (binary BCE for MRC).\n\n"
+            f"{table}\n\nWorst ratio against ce: **{worst:.2f}** (target ≤ 1.5).\n"
+        )
+        write_section(args.docs, "Losses: forward+backward time", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The catalogue of named data sets: task kind, local files, hub identifiers.
+
+Pure data, shared by the service (to validate a spec's data-set names) and the
+trainables (to read the files). Local paths are relative to
+``DICESWEEP_DATASETS_DIR``; hub identifiers are for users who can reach a hub
+(``pip install dicesweep[hub]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+TaskKind = Literal["pi", "ner", "pos", "mrc"]
+Split = Literal["train", "eval", "test"]
+FileFormat = Literal["glue_tsv", "conll2003", "conllu", "squad_json"]
+
+
+class UnknownDatasetError(ValueError):
+    """A data-set name that the catalogue does not know."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One named data set.
+
+    ``files`` maps a split to a path relative to the data-sets folder. A data set
+    whose ``split_by_article_from`` is set ships no train file: its train and eval
+    splits are carved deterministically out of that one file (SQuAD v1.1 dev).
+    """
+
+    name: str
+    kind: TaskKind
+    file_format: FileFormat
+    files: dict[Split, str]
+    hub_id: str
+    hub_config: str | None = None
+    description: str = ""
+    binary: bool = False  # a binary classification set: the Table 8 variants apply
+    split_by_article_from: str | None = None
+    labels: tuple[str, ...] = field(default_factory=tuple)
+
+    def path(self, datasets_dir: Path, split: Split) -> Path:
+        """Absolute path of ``split`` under ``datasets_dir``; raises ``KeyError`` if absent."""
+        return datasets_dir / self.files[split]
+
+
+DATASETS: dict[str, DatasetInfo] = {
+    info.name: info
+    for info in (
+        DatasetInfo(
+            name="mrpc",
+            kind="pi",
+            file_format="glue_tsv",
+            files={
+                "train": "mrpc/train.tsv",
+                "eval": "mrpc/dev.tsv",
+                "test": "mrpc/msr_paraphrase_test.txt",
+            },
+            hub_id="nyu-mll/glue",
+            hub_config="mrpc",
+            description="Microsoft Research Paraphrase Corpus (GLUE split), 67% positive",
+            binary=True,
+            labels=("0", "1"),
+        ),
+        DatasetInfo(
+            name="qqp",
+            kind="pi",
+            file_format="glue_tsv",
+            files={"train": "qqp/train.tsv", "eval": "qqp/dev.tsv"},
+            hub_id="nyu-mll/glue",
+            hub_config="qqp",
+            description="Quora Question Pairs (GLUE), the paper's Table 8 data set, 37% positive",
+            binary=True,
+            labels=("0", "1"),
+        ),
+        DatasetInfo(
+            name="conll2003",
+            kind="ner",
+            file_format="conll2003",
+            files={
+                "train": "conll2003/train.txt",
+                "eval": "conll2003/valid.txt",
+                "test": "conll2003/test.txt",
+            },
+            hub_id="eriktks/conll2003",
+            description="CoNLL-2003 English NER, IOB2 tags (PER, LOC, ORG, MISC)",
+        ),
+        DatasetInfo(
+            name="ud_en_ewt",
+            kind="pos",
+            file_format="conllu",
+            files={
+                "train": "ud_english_ewt/en_ewt-ud-train.conllu",
+                "eval": "ud_english_ewt/en_ewt-ud-dev.conllu",
+                "test": "ud_english_ewt/en_ewt-ud-test.conllu",
+            },
+            hub_id="universal_dependencies",
+            hub_config="en_ewt",
+            description="UD English EWT, 17 UPOS tags",
+        ),
+        DatasetInfo(
+            name="ud_zh_gsd",
+            kind="pos",
+            file_format="conllu",
+            files={
+                "train": "ud_chinese_gsd/r1.4/zh-ud-train.conllu",
+                "eval": "ud_chinese_gsd/r1.4/zh-ud-dev.conllu",
+                "test": "ud_chinese_gsd/r1.4/zh-ud-test.conllu",
+            },
+            hub_id="universal_dependencies",
+            hub_config="zh_gsd",
+            description="UD Chinese GSD r1.4 (the paper's UD1.4), UPOS tags",
+        ),
+        DatasetInfo(
+            name="squad_v1",
+            kind="mrc",
+            file_format="squad_json",
+            files={"train": "squad/dev-v1.1.json", "eval": "squad/dev-v1.1.json"},
+            hub_id="rajpurkar/squad",
+            description="SQuAD v1.1; only dev is local: split by article into train and eval",
+            split_by_article_from="squad/dev-v1.1.json",
+        ),
+    )
+}
+
+
+def get_dataset(name: str) -> DatasetInfo:
+    """Look a data set up by name; the error lists the valid names."""
+    try:
+        return DATASETS[name]
+    except KeyError:
+        valid = ", ".join(sorted(DATASETS))
+        raise UnknownDatasetError(f"unknown dataset {name!r}; valid: {valid}") from None
+
+
+def resolve_inside(datasets_dir: Path, relative: str) -> Path:
+    """Resolve ``relative`` under ``datasets_dir``, refusing paths that escape it."""
+    root = datasets_dir.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root):
+        raise ValueError(f"data path {relative!r} is outside the data-sets folder {root}")
+    return target

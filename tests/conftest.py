@@ -1,0 +1,40 @@
+"""Shared fixtures: the real data sets, and the opt-in switch for slow tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--runslow", action="store_true", default=False, help="also run tests marked slow"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow") or os.environ.get("DICESWEEP_RUN_SLOW") == "1":
+        return
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow or DICESWEEP_RUN_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+def _datasets_dir() -> Path | None:
+    configured = os.environ.get("DICESWEEP_DATASETS_DIR")
+    candidate = Path(configured) if configured else REPO_ROOT.parent / "shared" / "data"
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def datasets_dir() -> Path:
+    """Root of the real data sets (``DICESWEEP_DATASETS_DIR``, else ``../shared/data``)."""
+    found = _datasets_dir()
+    if found is None:
+        pytest.skip("real data sets not found: set DICESWEEP_DATASETS_DIR")
+    return found
