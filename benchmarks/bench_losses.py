@@ -11,14 +11,13 @@ runs via ``torch.utils.benchmark``; CPU always, CUDA where present.
 from __future__ import annotations
 
 import argparse
-import platform
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from docs_table import machine_description, write_section
 from torch.utils import benchmark
 
-from docs_table import write_section
 from trainables.losses import build_loss
 
 SPECS: list[dict] = [
@@ -71,7 +70,9 @@ def time_loss(spec: dict, inputs: tuple, min_run_time: float) -> float:
         loss_fn(leaf, target, mask).backward()
 
     step()  # warm-up
-    timer = benchmark.Timer(stmt="step()", globals={"step": step}, num_threads=torch.get_num_threads())
+    timer = benchmark.Timer(
+        stmt="step()", globals={"step": step}, num_threads=torch.get_num_threads()
+    )
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
@@ -102,16 +103,17 @@ def render(rows: list[dict]) -> str:
         "|---|---|---|---:|---:|",
     ]
     for r in rows:
-        lines.append(
-            f"| {r['device']} | {r['input']} | {r['loss']} | {r['median_us']:.0f} | {r['x_ce']:.2f} |"
-        )
+        cells = [r["device"], r["input"], r["loss"], f"{r['median_us']:.0f}", f"{r['x_ce']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs; do not update docs")
-    parser.add_argument("--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md")
+    parser.add_argument(
+        "--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md"
+    )
     args = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     rows = run(devices, min_run_time=0.2 if args.quick else 1.0)
@@ -120,7 +122,7 @@ def main() -> None:
     worst = max(r["x_ce"] for r in rows)
     print(f"\nworst ratio against ce: {worst:.2f} (target <= 1.5)")
     if not args.quick:
-        machine = f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+        machine = f"{machine_description()}, torch {torch.__version__}"
         body = (
             f"Machine: {machine}. Command: `python benchmarks/bench_losses.py`.\n"
             "Median of repeated forward+backward passes (`torch.utils.benchmark`), "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import re
 from pathlib import Path
 
@@ -19,3 +21,20 @@ def write_section(path: Path, title: str, body: str) -> None:
         text = text.rstrip() + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def machine_description() -> str:
+    """CPU model, core count and memory, for the line that says where figures come from."""
+    model = platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        kib = int(meminfo.read_text().split()[1])
+        memory = f", {kib / 2**20:.0f} GiB"
+    return f"{model}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}"

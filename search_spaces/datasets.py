@@ -15,6 +15,15 @@ from typing import Literal
 TaskKind = Literal["pi", "ner", "pos", "mrc"]
 Split = Literal["train", "eval", "test"]
 FileFormat = Literal["glue_tsv", "conll2003", "conllu", "squad_json"]
+# The data-set variants of the paper's Table 8 (binary data sets only), in its column order.
+Variant = Literal["original", "+positive", "+negative", "-negative", "+positive&negative"]
+VARIANTS: tuple[Variant, ...] = (
+    "original",
+    "+positive",
+    "+negative",
+    "-negative",
+    "+positive&negative",
+)
 
 
 class UnknownDatasetError(ValueError):

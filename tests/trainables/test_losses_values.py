@@ -1,0 +1,230 @@
+"""Golden values computed by hand, the equivalences of LOSSES.md, and parameter errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from trainables.losses import build_loss, loss_parameters, wce_weights
+
+# Binary golden inputs: logits [0, ln 3] -> p = [0.5, 0.75]; targets y = [1, 0].
+Z = torch.tensor([0.0, math.log(3.0)], dtype=torch.float64)
+Y = torch.tensor([1.0, 0.0], dtype=torch.float64)
+
+GOLDEN = [
+    # ce: (-ln 0.5 - ln 0.25) / 2 = (0.693147 + 1.386294) / 2
+    ({"name": "ce"}, 1.0397208),
+    # wce, counts [3, 1] (n = 4), K = 1:
+    #   w0 = log10(1/3 + 1) = 0.1249387, w1 = log10(3/1 + 1) = 0.6020600
+    #   (w1 * 0.693147 + w0 * 1.386294) / 2 = (0.4173167 + 0.1732018) / 2   (divided by N_v)
+    ({"name": "wce", "class_counts": [3, 1], "k": 1.0}, 0.2952592),
+    # focal gamma 2: (0.5^2 * 0.693147 + 0.75^2 * 1.386294) / 2 = (0.1732868 + 0.7797905) / 2
+    ({"name": "focal", "gamma": 2.0}, 0.4765386),
+    # dice, squared, s = 1:
+    #   pos0: 1 - (2*0.5 + 1) / (0.25 + 1 + 1) = 1 - 2/2.25 = 0.1111111
+    #   pos1: 1 - 1 / (0.5625 + 0 + 1) = 1 - 0.64 = 0.36;  mean 0.2355556
+    ({"name": "dice"}, 0.2355556),
+    # dice, linear: pos0 1 - 2/2.5 = 0.2; pos1 1 - 1/1.75 = 0.4285714; mean 0.3142857
+    ({"name": "dice", "square": False}, 0.3142857),
+    # dice, squared, set scope: 1 - (2*0.5 + 1) / (0.8125 + 1 + 1) = 1 - 2/2.8125
+    ({"name": "dice", "scope": "set"}, 0.2888889),
+    # tversky alpha 0.3 beta 0.7, s = 1:
+    #   pos0: tp 0.5, denom 0.5 + 0 + 0.7*0.5 = 0.85 -> 1 - 1.5/1.85 = 0.1891892
+    #   pos1: tp 0, denom 0.3*0.75 = 0.225 -> 1 - 1/1.225 = 0.1836735;  mean 0.1864313
+    ({"name": "tversky", "alpha": 0.3, "beta": 0.7}, 0.1864313),
+    # dsc alpha 1, linear: q = (1-p) p
+    #   pos0: q = 0.25 -> 1 - (0.5 + 1)/(0.25 + 1 + 1) = 0.3333333
+    #   pos1: q = 0.1875 -> 1 - 1/1.1875 = 0.1578947;  mean 0.2456140
+    ({"name": "dsc", "alpha": 1.0}, 0.2456140),
+]
+
+
+@pytest.mark.parametrize("spec,expected", GOLDEN, ids=[s["name"] for s, _ in GOLDEN])
+def test_binary_golden_values(spec: dict, expected: float) -> None:
+    assert build_loss(spec)(Z, Y).item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_multiclass_dice_is_a_macro_average_over_classes() -> None:
+    # logits [0, 0] -> P = [0.5, 0.5], target class 0, squared dice, s = 1:
+    #   class 0 (y=1): 1 - 2/2.25 = 0.1111111; class 1 (y=0): 1 - 1/1.25 = 0.2
+    #   macro: (0.1111111 + 0.2) / 2 = 0.1555556
+    loss = build_loss({"name": "dice"})(torch.zeros(1, 2), torch.tensor([0]))
+    assert loss.item() == pytest.approx(0.1555556, abs=1e-6)
+
+
+def test_wce_divides_by_valid_count_not_weight_sum() -> None:
+    logits = torch.randn(4, 3, dtype=torch.float64)
+    target = torch.tensor([0, 1, 2, 0])
+    counts = [50, 30, 20]
+    weights = torch.tensor(wce_weights(counts, 1.0), dtype=torch.float64)
+    ours = build_loss({"name": "wce", "class_counts": counts})(logits, target)
+    nll = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    assert ours.item() == pytest.approx((weights[target] * nll).sum().item() / 4)
+    torch_style = torch.nn.functional.cross_entropy(logits, target, weight=weights)
+    assert ours.item() != pytest.approx(torch_style.item())
+
+
+def test_wce_with_uniform_unit_weights_equals_ce() -> None:
+    # Balanced counts [5, 5, 5]: w = log10(10/5 + K); K = 8 gives log10(10) = 1 for all.
+    logits = torch.randn(6, 3, dtype=torch.float64)
+    target = torch.tensor([0, 1, 2, 2, 1, 0])
+    wce = build_loss({"name": "wce", "class_counts": [5, 5, 5], "k": 8.0})
+    assert wce(logits, target).item() == pytest.approx(
+        build_loss({"name": "ce"})(logits, target).item()
+    )
+
+
+def random_tagging(seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(4, 6, 5, generator=gen, dtype=torch.float64) * 3
+    target = torch.randint(0, 5, (4, 6), generator=gen)
+    target[:, 4:] = -100
+    return logits, target
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_focal_with_gamma_zero_equals_ce(binary: bool) -> None:
+    logits, target = random_tagging()
+    if binary:
+        logits, target = logits[..., 0], (target > 2).double()
+    focal = build_loss({"name": "focal", "gamma": 0.0})(logits, target)
+    ce = build_loss({"name": "ce"})(logits, target)
+    assert focal.item() == pytest.approx(ce.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize("scope", ["example", "set"])
+@pytest.mark.parametrize("smooth", [1.0, 0.3])
+def test_tversky_half_half_equals_linear_dice_with_double_smoothing(
+    scope: str, smooth: float
+) -> None:
+    logits, target = random_tagging()
+    tversky = build_loss(
+        {"name": "tversky", "alpha": 0.5, "beta": 0.5, "smooth": smooth, "scope": scope}
+    )(logits, target)
+    dice = build_loss({"name": "dice", "square": False, "smooth": 2 * smooth, "scope": scope})(
+        logits, target
+    )
+    assert tversky.item() == pytest.approx(dice.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize("square", [False, True])
+@pytest.mark.parametrize("scope", ["example", "set"])
+def test_dsc_with_alpha_zero_equals_dice(square: bool, scope: str) -> None:
+    logits, target = random_tagging(1)
+    dsc = build_loss({"name": "dsc", "alpha": 0.0, "square": square, "scope": scope})
+    dice = build_loss({"name": "dice", "square": square, "scope": scope})
+    assert dsc(logits, target).item() == pytest.approx(dice(logits, target).item(), rel=1e-12)
+
+
+def test_multiclass_tversky_weights_do_not_cancel() -> None:
+    # Pooling all classes into one dice would make alpha and beta cancel out (FP = FN
+    # in total under softmax); the per-class macro average keeps them apart.
+    logits, target = random_tagging()
+    fp_heavy = build_loss({"name": "tversky", "alpha": 0.9, "beta": 0.1})(logits, target)
+    fn_heavy = build_loss({"name": "tversky", "alpha": 0.1, "beta": 0.9})(logits, target)
+    assert abs(fp_heavy.item() - fn_heavy.item()) > 1e-3
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5, 0.1])
+def test_dsc_is_lowest_at_one_over_one_plus_alpha_for_a_positive(alpha: float) -> None:
+    # q = (1-p)^alpha p peaks at p = 1/(1+alpha); the loss of a positive is lowest there.
+    p = torch.linspace(0.01, 0.999, 2000, dtype=torch.float64)
+    logits = torch.log(p) - torch.log1p(-p)
+    loss_fn = build_loss({"name": "dsc", "alpha": alpha})
+    losses = torch.stack(
+        [loss_fn(z.reshape(1), torch.ones(1, dtype=torch.float64)) for z in logits]
+    )
+    best = p[losses.argmin()].item()
+    assert best == pytest.approx(1 / (1 + alpha), abs=2e-3)
+
+
+def test_dsc_alpha_one_pushes_a_confident_negative_up() -> None:
+    # For alpha = 1 a negative's loss 1 - s/(q + s) falls as p rises past 0.5, so
+    # gradient descent raises p: why F1 collapsed for users with alpha = 1.
+    z = torch.tensor([math.log(0.7 / 0.3)], dtype=torch.float64, requires_grad=True)
+    build_loss({"name": "dsc", "alpha": 1.0})(z, torch.zeros(1, dtype=torch.float64)).backward()
+    assert z.grad is not None and z.grad.item() < 0
+    small = torch.tensor([math.log(0.7 / 0.3)], dtype=torch.float64, requires_grad=True)
+    build_loss({"name": "dsc", "alpha": 0.01})(
+        small, torch.zeros(1, dtype=torch.float64)
+    ).backward()
+    assert small.grad is not None and small.grad.item() > 0
+
+
+def test_official_recipe_is_a_parameter_setting() -> None:
+    # ShannonAI's dice scripts: one set-level score over the batch, squared
+    # denominator, alpha 0.01, smooth 1 -- written out independently here.
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 16, generator=gen, dtype=torch.float64) * 4
+    target = (torch.rand(2, 16, generator=gen) > 0.8).double()
+    mask = torch.ones(2, 16, dtype=torch.bool)
+    mask[:, :3] = False
+    p = torch.sigmoid(logits)[mask]
+    y = target[mask]
+    q = (1 - p) ** 0.01 * p
+    expected = 1 - (2 * (q * y).sum() + 1) / ((q * q).sum() + (y * y).sum() + 1)
+    ours = build_loss({"name": "dsc", "alpha": 0.01, "smooth": 1, "square": True, "scope": "set"})
+    assert ours(logits, target, mask).item() == pytest.approx(expected.item(), rel=1e-12)
+
+
+def test_dsc_at_saturated_softmax_uses_exact_log_of_one_minus_p() -> None:
+    # Class 0 dominates by 200 nats: 1 - p0 = e^-200 rounds to 0 in float32 but its log
+    # is exact, so (1 - p0)^0.01 = e^-2 matches the float64 value.
+    logits = torch.tensor([[100.0, -100.0, -100.0]])
+    target = torch.tensor([0])
+    loss_fn = build_loss({"name": "dsc", "alpha": 0.01})
+    assert loss_fn(logits, target).item() == pytest.approx(
+        loss_fn(logits.double(), target).item(), rel=1e-5
+    )
+
+
+def test_smooth_zero_has_its_limit_not_nan() -> None:
+    # With s = 0 a negative's ratio is 0 / p^2 = 0 for every p: loss exactly 1.
+    loss = build_loss({"name": "dice", "smooth": 0.0})(torch.tensor([-100.0]), torch.tensor([0.0]))
+    assert loss.item() == 1.0
+
+
+BAD = [
+    ({"name": "focall"}, "unknown loss 'focall'; valid: ce, dice, dsc, focal, tversky, wce"),
+    ({}, "needs a 'name'"),
+    (
+        {"name": "dice", "alpha": 0.5},
+        r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; valid: scope, smooth, square",
+    ),
+    ({"name": "tversky", "alpha": 1.5}, r"alpha must lie in \[0, 1\], got 1.5"),
+    ({"name": "tversky", "beta": -0.1}, r"beta must lie in \[0, 1\], got -0.1"),
+    ({"name": "dsc", "alpha": 2.0}, r"alpha must lie in \[0, 1\]"),
+    ({"name": "focal", "gamma": -1.0}, "gamma must be a finite number >= 0, got -1.0"),
+    ({"name": "dice", "smooth": -1.0}, "smooth must be a finite number >= 0"),
+    ({"name": "dice", "scope": "batch"}, "scope must be 'example' or 'set', got 'batch'"),
+    ({"name": "dsc", "square": "yes"}, "square must be true or false"),
+    ({"name": "wce"}, "wce needs class_counts"),
+    ({"name": "wce", "class_counts": [10, 0]}, r"class_counts\[1\] must be a positive integer"),
+    ({"name": "wce", "class_counts": [10]}, "a count per class"),
+    # counts [90, 10], K = 0.5: w0 = log10(10/90 + 0.5) = log10(0.611) < 0
+    ({"name": "wce", "class_counts": [90, 10], "k": 0.5}, "k=0.5 makes the weight of class 0"),
+]
+
+
+@pytest.mark.parametrize("spec,message", BAD, ids=[m[:30] for _, m in BAD])
+def test_bad_parameters_name_the_parameter_and_the_rule(spec: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_loss(spec)
+
+
+def test_wce_counts_must_match_the_number_of_classes() -> None:
+    loss_fn = build_loss({"name": "wce", "class_counts": [5, 3, 2]})
+    with pytest.raises(ValueError, match="3 class weights but the logits have 4 classes"):
+        loss_fn(torch.randn(2, 4), torch.tensor([0, 1]))
+
+
+def test_loss_parameters_lists_defaults() -> None:
+    assert loss_parameters("dsc") == {
+        "alpha": 1.0,
+        "smooth": 1.0,
+        "square": False,
+        "scope": "example",
+    }
+    assert loss_parameters("tversky")["beta"] == 0.5
