@@ -1,0 +1,280 @@
+"""Readers for the local data-set formats, and the catalogue-driven ``load_split``.
+
+One reader per ``FileFormat`` of ``search_spaces.datasets``: GLUE TSV (MRPC and
+QQP), CoNLL-2003, CoNLL-U and SQuAD v1.1 JSON. Each reads a whole file into the
+example types of ``trainables.data.examples``; malformed input raises
+``ValueError`` naming the file, the line and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import random
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from search_spaces.datasets import DatasetInfo, FileFormat, Split, get_dataset, resolve_inside
+from trainables.data.examples import Answer, Example, PairExample, QAExample, TaggedSentence
+
+logger = logging.getLogger(__name__)
+
+MRPC_HEADER = ("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String")
+QQP_HEADER = ("id", "qid1", "qid2", "question1", "question2", "is_duplicate")
+CONLLU_COLUMNS = 10
+CONLLU_UPOS = 3  # 0-based column of the universal part-of-speech tag
+
+
+def read_glue_tsv(path: Path) -> list[PairExample]:
+    """Read a labelled GLUE paraphrase TSV: MRPC (``msr_paraphrase_*.txt`` too) or QQP.
+
+    The format is told by the header row. MRPC rows must all be well formed; QQP's
+    train file has a few broken rows (missing questions), which are skipped and
+    counted in a warning on this module's logger.
+
+    Raises:
+        ValueError: an unknown header (e.g. an unlabelled GLUE test file), or a
+            malformed MRPC row.
+    """
+    # utf-8-sig drops the BOM some MRPC files start with; QUOTE_NONE because the
+    # text holds bare '"' characters that are not CSV quoting.
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = tuple(next(rows, ()))
+        if header == MRPC_HEADER:
+            return _mrpc_rows(path, rows)
+        if header == QQP_HEADER:
+            return _qqp_rows(path, rows)
+    raise ValueError(
+        f"{path}: unknown GLUE TSV header {header!r}; expected MRPC {MRPC_HEADER!r} "
+        f"or QQP {QQP_HEADER!r} (unlabelled test files cannot be read)"
+    )
+
+
+def _mrpc_rows(path: Path, rows: Iterable[list[str]]) -> list[PairExample]:
+    examples = []
+    for line_no, row in enumerate(rows, start=2):
+        if len(row) != len(MRPC_HEADER) or row[0] not in ("0", "1"):
+            raise ValueError(
+                f"{path}:{line_no}: an MRPC row needs 5 tab-separated columns with "
+                f"Quality 0 or 1; got {len(row)} columns starting {row[:1]!r}"
+            )
+        quality, id_a, id_b, text_a, text_b = row
+        examples.append(PairExample(f"{id_a}-{id_b}", text_a, text_b, int(quality)))
+    return examples
+
+
+def _qqp_rows(path: Path, rows: Iterable[list[str]]) -> list[PairExample]:
+    examples, skipped = [], 0
+    for row in rows:
+        if len(row) != len(QQP_HEADER) or row[5] not in ("0", "1") or not row[3] or not row[4]:
+            skipped += 1
+            continue
+        examples.append(PairExample(row[0], row[3], row[4], int(row[5])))
+    if skipped:
+        logger.warning(
+            "%s: skipped %d malformed QQP rows (need 6 columns, two questions and "
+            "is_duplicate 0 or 1); kept %d",
+            path,
+            skipped,
+            len(examples),
+        )
+    return examples
+
+
+def read_conll2003(path: Path) -> list[TaggedSentence]:
+    """Read CoNLL-2003 (``token POS chunk NER`` per line): tokens and their NER tags.
+
+    Blank lines end sentences and ``-DOCSTART-`` lines are document markers, not
+    sentences. The tag is the last column, so two-column ``token tag`` files read too.
+
+    Raises:
+        ValueError: a non-blank line with fewer than two columns.
+    """
+    sentences: list[TaggedSentence] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            columns = line.split()
+            if not columns or columns[0] == "-DOCSTART-":
+                if tokens:
+                    sentences.append(TaggedSentence(tokens, tags))
+                tokens, tags = [], []
+                continue
+            if len(columns) < 2:
+                raise ValueError(f"{path}:{line_no}: expected 'token ... tag', got {line!r}")
+            tokens.append(columns[0])
+            tags.append(columns[-1])
+    if tokens:
+        sentences.append(TaggedSentence(tokens, tags))
+    return sentences
+
+
+def read_conllu(path: Path) -> list[TaggedSentence]:
+    """Read CoNLL-U: the word forms of each sentence and their UPOS tags.
+
+    Comment lines (``#``), multiword-token ranges (``1-2``) and empty nodes
+    (``8.1``) are skipped: the tags belong to the syntactic words only.
+
+    Raises:
+        ValueError: a token line without the 10 tab-separated CoNLL-U columns.
+    """
+    sentences: list[TaggedSentence] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                if tokens:
+                    sentences.append(TaggedSentence(tokens, tags))
+                tokens, tags = [], []
+                continue
+            if line.startswith("#"):
+                continue
+            columns = line.split("\t")
+            if len(columns) != CONLLU_COLUMNS:
+                raise ValueError(
+                    f"{path}:{line_no}: a CoNLL-U token line needs {CONLLU_COLUMNS} "
+                    f"tab-separated columns, got {len(columns)}"
+                )
+            if "-" in columns[0] or "." in columns[0]:
+                continue
+            tokens.append(columns[1])
+            tags.append(columns[CONLLU_UPOS])
+    if tokens:
+        sentences.append(TaggedSentence(tokens, tags))
+    return sentences
+
+
+def read_squad(path: Path) -> list[QAExample]:
+    """Read a SQuAD v1.1 JSON file: one example per question, in file order.
+
+    Raises:
+        ValueError: the file has no top-level ``data`` list.
+    """
+    with path.open(encoding="utf-8") as handle:
+        document = json.load(handle)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), list):
+        raise ValueError(f"{path}: a SQuAD file needs a top-level 'data' list of articles")
+    examples = []
+    for article in document["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                answers = [Answer(a["text"], int(a["answer_start"])) for a in qa["answers"]]
+                examples.append(
+                    QAExample(
+                        qa["id"], article["title"], paragraph["context"], qa["question"], answers
+                    )
+                )
+    return examples
+
+
+def split_squad_by_article(
+    examples: Sequence[QAExample], eval_fraction: float = 0.2, seed: int = 0
+) -> tuple[list[QAExample], list[QAExample]]:
+    """Split questions into (train, eval) by article title, deterministically for ``seed``.
+
+    ``round(eval_fraction * articles)`` articles (at least one, and at least one
+    left for train) go to eval; no article has questions on both sides, so eval
+    measures reading of unseen articles. Both lists keep the input order.
+    SQuAD v1.1 dev: 48 articles -> 38 train, 10 eval at the default fraction.
+
+    Raises:
+        ValueError: ``eval_fraction`` outside (0, 1), or fewer than two articles.
+    """
+    if not 0.0 < eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction must lie strictly between 0 and 1, got {eval_fraction}")
+    titles = list(dict.fromkeys(example.title for example in examples))
+    if len(titles) < 2:
+        raise ValueError(f"a by-article split needs at least 2 articles, got {len(titles)}")
+    n_eval = min(max(1, round(eval_fraction * len(titles))), len(titles) - 1)
+    # Shuffle a sorted copy so that the split depends on the titles and the seed only.
+    shuffled = sorted(titles)
+    random.Random(seed).shuffle(shuffled)
+    eval_titles = set(shuffled[:n_eval])
+    train = [example for example in examples if example.title not in eval_titles]
+    evaluation = [example for example in examples if example.title in eval_titles]
+    return train, evaluation
+
+
+READERS: dict[FileFormat, Callable[[Path], Sequence[Example]]] = {
+    "glue_tsv": read_glue_tsv,
+    "conll2003": read_conll2003,
+    "conllu": read_conllu,
+    "squad_json": read_squad,
+}
+
+
+def load_split(name: str, split: Split, datasets_dir: Path) -> list[Example]:
+    """Read one split of a catalogued data set from the local data-sets folder.
+
+    For a set with ``split_by_article_from`` (SQuAD v1.1) train and eval are the
+    two sides of ``split_by_article_from``'s by-article split at the defaults.
+
+    Raises:
+        UnknownDatasetError: ``name`` is not in the catalogue.
+        ValueError: the data set has no such split (the message lists its splits).
+        FileNotFoundError: the file is missing; the message names the data set,
+            the expected path and the setting ``DICESWEEP_DATASETS_DIR``.
+    """
+    info = get_dataset(name)
+    if split not in info.files:
+        raise ValueError(
+            f"data set {name!r} has no {split!r} split; available: {', '.join(info.files)}"
+        )
+    relative = info.split_by_article_from or info.files[split]
+    path = _existing_file(info, split, datasets_dir, relative)
+    examples = list(READERS[info.file_format](path))
+    if info.split_by_article_from is None:
+        return examples
+    questions = [example for example in examples if isinstance(example, QAExample)]
+    train, evaluation = split_squad_by_article(questions)
+    return list(train if split == "train" else evaluation)
+
+
+def _existing_file(info: DatasetInfo, split: Split, datasets_dir: Path, relative: str) -> Path:
+    path = resolve_inside(datasets_dir, relative)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"data set {info.name!r} ({split} split): file not found at {path}; "
+            f"set DICESWEEP_DATASETS_DIR to the folder that holds {relative!r} "
+            f"(now {datasets_dir})"
+        )
+    return path
+
+
+def label_list(name: str, datasets_dir: Path) -> list[str]:
+    """The label names of a data set, index = class id.
+
+    Paraphrase sets: the catalogue's labels (``["0", "1"]``). Tagging sets: the
+    tag inventory of the local train split (see ``tag_inventory``).
+
+    Raises:
+        ValueError: a span-extraction (``mrc``) set, which has no label list.
+        FileNotFoundError: as ``load_split``.
+    """
+    info = get_dataset(name)
+    if info.kind == "pi":
+        return list(info.labels)
+    if info.kind == "mrc":
+        raise ValueError(f"data set {name!r} is span extraction (mrc): it has no label list")
+    sentences = [
+        s for s in load_split(name, "train", datasets_dir) if isinstance(s, TaggedSentence)
+    ]
+    return tag_inventory(sentences, outside_first=info.kind == "ner")
+
+
+def tag_inventory(sentences: Sequence[TaggedSentence], outside_first: bool = False) -> list[str]:
+    """The sorted set of tags in ``sentences``; with ``outside_first``, ``"O"`` leads.
+
+    NER keeps ``"O"`` at index 0 so that the majority "no entity" class has a
+    fixed id whatever the entity types.
+    """
+    tags = sorted({tag for sentence in sentences for tag in sentence.tags})
+    if outside_first and "O" in tags:
+        tags.remove("O")
+        tags.insert(0, "O")
+    return tags

@@ -1,0 +1,180 @@
+"""Evaluation metrics of the paper's four tasks, in percent (0..100) as its tables.
+
+Pure functions over plain sequences (lists, numpy arrays, CPU tensors), no torch.
+Every function returns a dict with the same key names where they apply:
+``f1``, ``precision``, ``recall``, ``accuracy``, ``exact_match``.
+
+Raises (every function): ``ValueError`` when predictions and gold differ in
+length (per sentence for tagging) or are empty.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from trainables.data.examples import QAExample
+
+
+def _check_lengths(predictions: Sequence[Any], gold: Sequence[Any], what: str) -> None:
+    if len(predictions) != len(gold):
+        raise ValueError(f"{what}: {len(predictions)} predictions but {len(gold)} gold items")
+    if len(gold) == 0:
+        raise ValueError(f"{what}: no items to score")
+
+
+def _percent(numerator: float, denominator: float) -> float:
+    """``100 * numerator / denominator``, 0 for an empty denominator (nothing to score)."""
+    return 100.0 * numerator / denominator if denominator else 0.0
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def pi_metrics(preds: Sequence[Any], labels: Sequence[Any], positive: int = 1) -> dict[str, float]:
+    """Precision, recall and F1 of the ``positive`` class, and accuracy (paraphrase ID).
+
+    ``preds`` and ``labels`` are class ids of shape (N,). Precision is 0 when
+    nothing is predicted positive, recall 0 when no gold item is positive.
+    """
+    _check_lengths(preds, labels, "pi_metrics")
+    pairs = [(int(p), int(g)) for p, g in zip(preds, labels, strict=True)]
+    true_pos = sum(p == positive and g == positive for p, g in pairs)
+    pred_pos = sum(p == positive for p, _ in pairs)
+    gold_pos = sum(g == positive for _, g in pairs)
+    precision = _percent(true_pos, pred_pos)
+    recall = _percent(true_pos, gold_pos)
+    return {
+        "f1": _f1(precision, recall),
+        "precision": precision,
+        "recall": recall,
+        "accuracy": _percent(sum(p == g for p, g in pairs), len(pairs)),
+    }
+
+
+def _check_sentences(
+    pred_tags: Sequence[Sequence[str]], gold_tags: Sequence[Sequence[str]], what: str
+) -> None:
+    _check_lengths(pred_tags, gold_tags, what)
+    for index, (pred, gold) in enumerate(zip(pred_tags, gold_tags, strict=True)):
+        if len(pred) != len(gold):
+            raise ValueError(
+                f"{what}: sentence {index} has {len(pred)} predicted tags, {len(gold)} gold"
+            )
+
+
+def ner_metrics(
+    pred_tags: Sequence[Sequence[str]], gold_tags: Sequence[Sequence[str]]
+) -> dict[str, float]:
+    """Span-level micro precision, recall and F1 (CoNLL, via seqeval), and token accuracy.
+
+    Tags are IOB2 strings per token, one list per sentence. A predicted entity
+    counts only when its type and both boundaries match a gold one exactly;
+    seqeval's default mode, as the CoNLL-2003 ``conlleval`` script.
+    """
+    # Imported here: seqeval loads scikit-learn (~2 s), which only NER scoring needs.
+    from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+    _check_sentences(pred_tags, gold_tags, "ner_metrics")
+    gold = [list(tags) for tags in gold_tags]
+    pred = [list(tags) for tags in pred_tags]
+    # zero_division=0: no predicted (or no gold) entity scores 0, without a warning.
+    return {
+        "f1": 100.0 * f1_score(gold, pred, zero_division=0),
+        "precision": 100.0 * precision_score(gold, pred, zero_division=0),
+        "recall": 100.0 * recall_score(gold, pred, zero_division=0),
+        "accuracy": 100.0 * accuracy_score(gold, pred),
+    }
+
+
+def pos_metrics(
+    pred_tags: Sequence[Sequence[str]], gold_tags: Sequence[Sequence[str]]
+) -> dict[str, float]:
+    """Word-level micro precision, recall, F1 and accuracy of part-of-speech tags.
+
+    With exactly one tag per word every wrong word is one false positive (of
+    the predicted tag) and one false negative (of the gold tag), so micro
+    precision = recall = F1 = accuracy; all four are returned so that the keys
+    match the other tasks (the paper reports F1 for POS).
+    """
+    _check_sentences(pred_tags, gold_tags, "pos_metrics")
+    words = [
+        (p, g)
+        for pred, gold in zip(pred_tags, gold_tags, strict=True)
+        for p, g in zip(pred, gold, strict=True)
+    ]
+    accuracy = _percent(sum(p == g for p, g in words), len(words))
+    return {"f1": accuracy, "precision": accuracy, "recall": accuracy, "accuracy": accuracy}
+
+
+# SQuAD v1.1: the functions below follow the official evaluate-v1.1.py step by step.
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, drop ASCII punctuation, drop the articles a/an/the, collapse whitespace."""
+    text = text.lower()
+    text = "".join(char for char in text if char not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _token_f1(prediction: str, gold: str) -> float:
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    return _f1(common / len(pred_tokens), common / len(gold_tokens))
+
+
+def squad_exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0.
+
+    Raises:
+        ValueError: no gold answer.
+    """
+    if not gold_answers:
+        raise ValueError("squad_exact_match: a question needs at least one gold answer")
+    target = normalize_answer(prediction)
+    return max(float(target == normalize_answer(gold)) for gold in gold_answers)
+
+
+def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
+    """Best bag-of-tokens F1 (0..1) of the normalised prediction over the gold answers.
+
+    Raises:
+        ValueError: no gold answer.
+    """
+    if not gold_answers:
+        raise ValueError("squad_f1: a question needs at least one gold answer")
+    return max(_token_f1(prediction, gold) for gold in gold_answers)
+
+
+def squad_metrics(
+    predictions: Mapping[str, str], examples: Sequence[QAExample]
+) -> dict[str, float]:
+    """Exact match and F1 over ``examples``, in percent, as the official script.
+
+    ``predictions`` maps question ids to answer strings; a question without a
+    prediction scores 0 (as in the official script), predictions for other ids
+    are ignored.
+
+    Raises:
+        ValueError: no examples, or an example without gold answers.
+    """
+    if not examples:
+        raise ValueError("squad_metrics: no examples to score")
+    exact = f1 = 0.0
+    for example in examples:
+        if example.qid not in predictions:
+            continue
+        gold = [answer.text for answer in example.answers]
+        exact += squad_exact_match(predictions[example.qid], gold)
+        f1 += squad_f1(predictions[example.qid], gold)
+    return {"exact_match": _percent(exact, len(examples)), "f1": _percent(f1, len(examples))}
