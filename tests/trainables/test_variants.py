@@ -49,30 +49,32 @@ def qqp_like() -> list[PairExample]:
 
 # Hand-computed for 370 positive (minority) / 630 negative (majority), n = 1000:
 #   +positive:          positives up to 630          -> 1260 = 2 * 630, 50%
-#   +negative:          negatives up to round(370 * 79 / 21) = round(1391.90) = 1392
-#                       -> 370 + 1392 = 1762, 370 / 1762 = 21.0%
+#   +negative:          size round(1000 * 458477 / 363871) = round(1259.99) = 1260,
+#                       positives round(0.21 * 1260) = round(264.6) = 265 (105 dropped),
+#                       negatives 1260 - 265 = 995 (365 added) -> 21.0%
 #   -negative:          negatives down to 370        -> 740, 50%
 #   +positive&negative: size 2 * 630 = 1260, positives round(1260 * 370 / 1000)
 #                       = round(466.2) = 466, negatives 1260 - 466 = 794
 QQP_LIKE_COUNTS = {
     "original": (630, 370),
     "+positive": (630, 630),
-    "+negative": (1392, 370),
+    "+negative": (995, 265),
     "-negative": (370, 370),
     "+positive&negative": (794, 466),
 }
 
 # Real MRPC train: 1194 negative (minority) / 2474 positive (majority), n = 3668:
 #   +positive:          negatives up to 2474         -> 4948, 50%
-#   +negative:          positives up to round(1194 * 79 / 21) = round(4491.71) = 4492
-#                       -> 5686, negatives 1194 / 5686 = 21.0%
+#   +negative:          size round(3668 * 458477 / 363871) = round(4621.63) = 4622,
+#                       negatives round(0.21 * 4622) = round(970.62) = 971 (223 dropped),
+#                       positives 4622 - 971 = 3651 (1177 added) -> negatives 21.0%
 #   -negative:          positives down to 1194       -> 2388, 50%
 #   +positive&negative: size 4948, negatives round(4948 * 1194 / 3668) = round(1610.67)
 #                       = 1611, positives 4948 - 1611 = 3337 (67.44%)
 MRPC_COUNTS = {
     "original": (1194, 2474),
     "+positive": (2474, 2474),
-    "+negative": (1194, 4492),
+    "+negative": (971, 3651),
     "-negative": (1194, 1194),
     "+positive&negative": (1611, 3337),
 }
@@ -96,13 +98,14 @@ def test_plan_on_a_37_percent_set(name: str) -> None:
     assert plan.counts == QQP_LIKE_COUNTS[name]
 
 
-def test_plan_matches_the_paper_where_the_paper_is_consistent() -> None:
+def test_plan_matches_the_paper() -> None:
     plans = {name: plan_variant(name, [630, 370]) for name in VARIANT_NAMES}
     assert plans["+positive"].size / 1000 == pytest.approx(PAPER_AUGMENTED_RATIO, abs=1e-3)
     assert plans["+positive&negative"].size == plans["+positive"].size
     assert plans["+positive&negative"].positive_fraction == pytest.approx(0.37, abs=1e-3)
     assert plans["-negative"].size / 1000 == pytest.approx(PAPER_DOWNSAMPLED_RATIO, abs=1e-3)
     assert plans["+negative"].positive_fraction == pytest.approx(0.21, abs=1e-3)
+    assert plans["+negative"].size == plans["+positive"].size
 
 
 def test_plan_rejects_unknown_names_and_one_class_sets() -> None:
@@ -139,7 +142,7 @@ def check_variant(
 def test_variants_of_a_37_percent_set(qqp_like: list[PairExample], name: str) -> None:
     variant = make_variant(qqp_like, name, seed=0)
     check_variant(qqp_like, variant, QQP_LIKE_COUNTS[name])
-    if name.startswith("+"):  # augmentation keeps every original, first and in order
+    if name in ("+positive", "+positive&negative"):  # every original kept, first, in order
         assert variant[: len(qqp_like)] == qqp_like
 
 
@@ -234,7 +237,7 @@ def test_variants_of_real_mrpc(mrpc_train: list[PairExample], name: str) -> None
         == {
             "original": 67.45,  # 2474 / 3668
             "+positive": 50.0,
-            "+negative": 79.0,  # 4492 / 5686; negatives 21.0%
+            "+negative": 78.99,  # 3651 / 4622; negatives 21.0%
             "-negative": 50.0,
             "+positive&negative": 67.44,  # 3337 / 4948
         }[name]

@@ -6,12 +6,13 @@ class (``m``, the paper's "positive") and the majority class (``M``, the paper's
 "negative"), so that it means the same thing on any binary set:
 
 =====================  ==================================================  =================
-variant                rule (every original example is kept unless noted)  QQP in the paper
+variant                rule                                                QQP in the paper
 =====================  ==================================================  =================
 ``original``           unchanged                                           363,871, 37%
 ``+positive``          augment ``m`` until ``m = M``: size ``2M``          458,477, 50%
-``+negative``          augment ``M`` until ``m`` is 21% of the set:        458,477, 21%
-                       ``M' = round(m * 79 / 21)``
+``+negative``          down-sample ``m`` and augment ``M`` to the size     458,477, 21%
+                       of ``+positive&negative`` with ``m`` at 21%:
+                       ``m' = round(0.21 * round(1.26 n))``
 ``-negative``          down-sample ``M`` to ``m``: size ``2m``             269,165, 50%
 ``+positive&negative`` augment both to the size of ``+positive``, ``2M``,  458,477, 37%
                        keeping ``m``'s original share:
@@ -20,17 +21,18 @@ variant                rule (every original example is kept unless noted)  QQP i
 
 On a 37%-positive set of ``n`` pairs these give ``+positive`` 1.26 n at 50%
 (the paper's 458,477 / 363,871 = 1.26), ``-negative`` 0.74 n at 50% (paper
-0.7397) and ``+positive&negative`` 1.26 n at 37%. The paper's ``+negative`` is
-not attainable as reported: augmenting negatives only, 458,477 pairs hold all
-~134,600 positives, i.e. 29.4%, not 21%. The rule keeps what defines the
-variant, the 21% share and augmentation of negatives only, so its size is
-``m / 0.21`` (1.76 n at 37%) rather than 1.26 n.
+0.7397) and ``+positive&negative`` 1.26 n at 37%. The paper's ``+negative`` has
+both 458,477 pairs and 21% positives, i.e. ~96,300 of QQP's ~134,600
+positives: it cannot keep every positive. The rule meets both figures: the
+size of the augmented sets (``round(n * 458477 / 363871)``) with 21% minority,
+dropping minority pairs and augmenting majority ones (0.265 n and 0.995 n at 37%).
 
 Sets whose positive class (label 1) is the majority swap the roles: on MRPC
 (3,668 pairs, 2,474 positive = 67.45%) ``+positive`` augments the 1,194
-negatives to 2,474 (4,948 pairs, 50%); ``+negative`` augments positives to
-``round(1194 * 79 / 21)`` = 4,492 (5,686 pairs, negatives 21.0%, positives
-79.0%); ``-negative`` down-samples positives to 1,194 (2,388 pairs, 50%);
+negatives to 2,474 (4,948 pairs, 50%); ``+negative`` has ``round(3668 * 458477 / 363871)`` =
+4,622 pairs, of which ``round(0.21 * 4622)`` = 971 negatives (down-sampled) and
+3,651 positives (augmented), 21.0% negative; ``-negative`` down-samples positives
+to 1,194 (2,388 pairs, 50%);
 ``+positive&negative`` has 4,948 pairs of which ``round(4948 * 1194 / 3668)``
 = 1,611 negative and 3,337 positive (67.44%). At a tie (50/50) label 1 counts
 as the minority; ``+positive`` and ``-negative`` then leave the set unchanged.
@@ -51,6 +53,7 @@ from trainables.data.examples import PairExample
 
 VARIANT_NAMES = ("original", "+positive", "+negative", "-negative", "+positive&negative")
 NEGATIVE_VARIANT_MINORITY_PERCENT = 21  # the paper's "+negative": 21% positive
+AUGMENTED_SIZE = (458_477, 363_871)  # the paper's augmented QQP sets against the original
 
 
 @dataclass(frozen=True)
@@ -120,10 +123,10 @@ def plan_variant(name: str, counts: Sequence[int]) -> VariantPlan:
     kept, added = {minority: n_min, 1 - minority: n_maj}, {0: 0, 1: 0}
     if name == "+positive":
         added[minority] = n_maj - n_min
-    elif name == "+negative":
-        share = NEGATIVE_VARIANT_MINORITY_PERCENT
-        target = _round_ratio(n_min * (100 - share), share)
-        added[1 - minority] = max(0, target - n_maj)
+    elif name == "+negative" and 100 * n_min > NEGATIVE_VARIANT_MINORITY_PERCENT * (n_min + n_maj):
+        size = _round_ratio((n_min + n_maj) * AUGMENTED_SIZE[0], AUGMENTED_SIZE[1])
+        kept[minority] = _round_ratio(size * NEGATIVE_VARIANT_MINORITY_PERCENT, 100)
+        added[1 - minority] = size - kept[minority] - n_maj
     elif name == "-negative":
         kept[1 - minority] = n_min
     elif name == "+positive&negative":
