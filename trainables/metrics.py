@@ -84,10 +84,10 @@ def ner_metrics(
     pred = [list(tags) for tags in pred_tags]
     # zero_division=0: no predicted (or no gold) entity scores 0, without a warning.
     return {
-        "f1": 100.0 * f1_score(gold, pred, zero_division=0),
-        "precision": 100.0 * precision_score(gold, pred, zero_division=0),
-        "recall": 100.0 * recall_score(gold, pred, zero_division=0),
-        "accuracy": 100.0 * accuracy_score(gold, pred),
+        "f1": 100.0 * float(f1_score(gold, pred, zero_division=0)),
+        "precision": 100.0 * float(precision_score(gold, pred, zero_division=0)),
+        "recall": 100.0 * float(recall_score(gold, pred, zero_division=0)),
+        "accuracy": 100.0 * float(accuracy_score(gold, pred)),
     }
 
 

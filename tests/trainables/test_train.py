@@ -1,0 +1,234 @@
+"""The trainable: a tiny model learns, a crashed trial resumes exactly, the cache is shared."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from search_spaces.settings import DicesweepSettings
+from trainables.loop import CHECKPOINT_FILE
+from trainables.tasks import EncodeOptions
+from trainables.train import run_trial
+from trainables.trial_data import DataRequest, load_trial_data
+
+PEOPLE = ["Alice Smith", "Bob Jones", "Carla Diaz", "Dmitri Ivanov", "Emma Stone"]
+PLACES = ["Paris", "Berlin", "Lagos", "Lima", "Osaka", "Quebec"]
+WORDS = "the a of to in said on that was for with visited met from today after".split()
+
+
+def toy_sentence(rng: random.Random) -> list[tuple[str, str]]:
+    """Filler words (``O``) around one person (``B/I-PER``) and one place (``B-LOC``)."""
+    rows = [(rng.choice(WORDS), "O") for _ in range(rng.randint(2, 5))]
+    person = rng.choice(PEOPLE).split()
+    rows += [(person[0], "B-PER"), (person[1], "I-PER")]
+    rows += [(rng.choice(WORDS), "O") for _ in range(rng.randint(1, 3))]
+    rows.append((rng.choice(PLACES), "B-LOC"))
+    return rows + [(".", "O")]
+
+
+def write_conll(path: Path, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    blocks = ["-DOCSTART- -X- -X- O\n"]
+    for _ in range(n):
+        blocks.append("".join(f"{w} NN O {t}\n" for w, t in toy_sentence(rng)))
+    path.write_text("\n".join(blocks))
+
+
+@pytest.fixture(scope="module")
+def toy_home(tmp_path_factory: pytest.TempPathFactory) -> DicesweepSettings:
+    """A data-sets folder holding a generated CoNLL-2003 look-alike, and a fresh home."""
+    root = tmp_path_factory.mktemp("toy")
+    folder = root / "datasets" / "conll2003"
+    folder.mkdir(parents=True)
+    write_conll(folder / "train.txt", 240, seed=1)
+    write_conll(folder / "valid.txt", 60, seed=2)
+    write_conll(folder / "test.txt", 60, seed=3)
+    return DicesweepSettings(home=root / "home", datasets_dir=root / "datasets")
+
+
+def toy_config(**training: Any) -> dict[str, Any]:
+    return {
+        "sweep_id": "test",
+        "dataset": "conll2003",
+        "variant": "original",
+        "model": "tiny-bert",
+        "loss": {"name": "ce"},
+        "seed": 0,
+        "training": {
+            "epochs": 3,
+            "learning_rate": 2e-3,
+            "batch_size": 16,
+            "max_seq_length": 32,
+            "warmup_ratio": 0.0,
+            **training,
+        },
+    }
+
+
+class Recorder:
+    """A reporter that keeps every evaluation and can crash after the n-th one."""
+
+    def __init__(self, resume_from: Path | None = None, crash_after: int | None = None) -> None:
+        self.reports: list[dict[str, float]] = []
+        self.resume_from = resume_from
+        self.crash_after = crash_after
+        self.saved: Path | None = None
+
+    def latest_checkpoint(self) -> Path | None:
+        return self.resume_from
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        assert (checkpoint_dir / CHECKPOINT_FILE).exists()
+        self.reports.append(metrics)
+        if self.crash_after is not None and len(self.reports) == self.crash_after:
+            assert self.saved is not None
+            (self.saved / CHECKPOINT_FILE).write_bytes(
+                (checkpoint_dir / CHECKPOINT_FILE).read_bytes()
+            )
+            raise RuntimeError("worker lost")
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        pass
+
+
+def test_tiny_model_learns_the_toy_ner_task(toy_home: DicesweepSettings) -> None:
+    recorder = Recorder()
+    final = run_trial(toy_config(epochs=2, eval_every_steps=3), recorder, toy_home)
+    # 240 sentences / 16 = 15 steps an epoch: evaluations at steps 3, 6, ..., 30.
+    assert [r["step"] for r in recorder.reports] == list(range(3, 31, 3))
+    first, last = recorder.reports[0]["eval_f1"], final["eval_f1"]
+    assert first < 50.0, recorder.reports
+    assert last > 80.0, recorder.reports
+    assert final["best_eval_f1"] == max(r["eval_f1"] for r in recorder.reports)
+    assert {"eval_precision", "eval_recall", "train_loss", "epoch", "step"} <= set(final)
+
+
+@pytest.mark.parametrize(
+    "loss", [{"name": "dsc", "alpha": 0.1, "scope": "set"}, {"name": "wce", "k": 1.0}]
+)
+def test_other_losses_train_too(toy_home: DicesweepSettings, loss: dict[str, Any]) -> None:
+    config = {**toy_config(epochs=2), "loss": loss}
+    final = run_trial(config, Recorder(), toy_home)
+    assert final["eval_f1"] > 50.0
+
+
+def test_crashed_trial_resumes_mid_epoch_to_the_same_result(
+    toy_home: DicesweepSettings, tmp_path: Path
+) -> None:
+    config = toy_config(epochs=2, eval_every_steps=5)  # 15 steps per epoch: mid-epoch checkpoints
+    uninterrupted = Recorder()
+    expected = run_trial(config, uninterrupted, toy_home)
+
+    crashed = Recorder(crash_after=2)
+    crashed.saved = tmp_path
+    with pytest.raises(RuntimeError, match="worker lost"):
+        run_trial(config, crashed, toy_home)
+    assert crashed.reports[-1]["step"] == 10
+
+    resumed = Recorder(resume_from=tmp_path)
+    final = run_trial(config, resumed, toy_home)
+    assert resumed.reports[0]["step"] == 15  # continues after the checkpoint, no rerun
+    assert [r["step"] for r in resumed.reports] == [r["step"] for r in uninterrupted.reports[2:]]
+    for key in ("eval_f1", "eval_precision", "eval_recall"):
+        assert final[key] == pytest.approx(expected[key])
+    assert final["train_loss"] == pytest.approx(expected["train_loss"], rel=1e-4)
+
+
+def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) -> None:
+    request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, None)
+    assert toy_home.datasets_dir is not None and toy_home.cache_dir is not None
+    first = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
+    cached = sorted((toy_home.cache_dir / "features").glob("conll2003-*/train.pkl"))
+    assert cached
+    second = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
+    assert first.train_features == second.train_features
+    longer = DataRequest("conll2003", "original", "tiny-bert", 48, 128, None, None)
+    load_trial_data(longer, toy_home.datasets_dir, toy_home.cache_dir)
+    assert (
+        len(list((toy_home.cache_dir / "features").glob("conll2003-*/train.pkl")))
+        == len(cached) + 1
+    )
+
+
+def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> None:
+    request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, 5)
+    assert toy_home.datasets_dir is not None and toy_home.cache_dir is not None
+    data = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
+    for feature, example in zip(data.eval_features, data.eval_examples, strict=True):
+        labelled = [tag for tag in feature["labels"] if tag != -100]
+        assert [data.task.labels[t] for t in labelled] == list(example.tags)
+        assert len(feature["first_tokens"]) == len(example.tags)
+
+
+@pytest.mark.data
+def test_wce_counts_come_from_the_variant_in_use(datasets_dir: Path, tmp_path: Path) -> None:
+    request = DataRequest("mrpc", "-negative", "tiny-bert", 32, 128, None, 10)
+    data = load_trial_data(request, datasets_dir, tmp_path)
+    assert data.task.class_counts(data.train_features) == [1194, 1194]  # down-sampled 50/50
+
+
+@pytest.mark.data
+def test_mrc_windows_point_at_the_answer_text(datasets_dir: Path, tmp_path: Path) -> None:
+    request = DataRequest("squad_v1", "original", "tiny-bert", 96, 32, 40, 20)
+    data = load_trial_data(request, datasets_dir, tmp_path)
+    features = data.task.encode(
+        data.eval_examples, data.tokenizer, EncodeOptions(96, 32), training=False
+    )
+    assert len(features) > len(data.eval_examples)  # long contexts split into windows
+    answered = [f for f in features if f["start_positions"] > 0]
+    assert answered
+    for feature in answered:
+        example = data.eval_examples[feature["example_index"]]
+        start = feature["offsets"][feature["start_positions"]][0]
+        end = feature["offsets"][feature["end_positions"]][1]
+        assert example.context[start:end] == example.answers[0].text
+
+
+def test_bf16_autocast_path_runs_on_cpu(toy_home: DicesweepSettings) -> None:
+    final = run_trial(toy_config(epochs=1, bf16=True), Recorder(), toy_home)
+    assert torch.isfinite(torch.tensor(final["train_loss"]))
+
+
+def test_command_line_trial_prints_metrics(toy_home: DicesweepSettings, tmp_path: Path) -> None:
+    env = {
+        "DICESWEEP_DATASETS_DIR": str(toy_home.datasets_dir),
+        "DICESWEEP_HOME": str(toy_home.home),
+        "PATH": "/usr/bin:/bin",
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainables.train",
+            "--task",
+            "ner",
+            "--dataset",
+            "conll2003",
+            "--loss",
+            '{"name": "dsc", "alpha": 0.1}',
+            "--epochs",
+            "1",
+            "--max-seq-length",
+            "32",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout[result.stdout.index("{\n") :])
+    assert summary["config"]["loss"] == {"name": "dsc", "alpha": 0.1}
+    assert 0.0 <= summary["metrics"]["eval_f1"] <= 100.0
+    assert (tmp_path / "out" / "checkpoint" / CHECKPOINT_FILE).exists()
+    assert "step" in result.stderr  # the progress bar

@@ -1,0 +1,232 @@
+"""The fine-tuning loop of one trial: named steps, resumable from a checkpoint.
+
+``fit`` builds the model and the loss, trains with AdamW, linear warm-up,
+gradient clipping and dynamic padding, evaluates every epoch (or every N
+steps) and hands each evaluation, with a checkpoint, to a ``Reporter`` (Ray
+Tune inside a sweep, the terminal for a single run). A checkpoint holds the
+model, optimiser, scheduler, step and RNG states: a resumed trial continues
+with the batch after the last checkpoint, in the same order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+
+from search_spaces.sections import TrainingSpec
+from trainables.losses import build_loss
+from trainables.modeling import TINY_BERT, build_model
+from trainables.tasks import Batch, model_inputs
+from trainables.trial_data import TrialData
+
+CHECKPOINT_FILE = "state.pt"
+
+
+class Reporter(Protocol):
+    """Where evaluations go, and where a resumed trial finds its last checkpoint."""
+
+    def latest_checkpoint(self) -> Path | None:
+        """A folder holding ``state.pt``, or None for a fresh start."""
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        """Record one evaluation with the checkpoint written for it."""
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        """Called after every optimiser step (a progress bar, or nothing)."""
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint."""
+
+    step: int = 0
+    loss_sum: float = 0.0  # training loss summed since the last evaluation
+    loss_steps: int = 0
+    best_metric: float = -math.inf
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def pick_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast(device: torch.device, bf16: bool | str) -> AbstractContextManager[Any]:
+    """bf16 autocast on a GPU that supports it (``"auto"``), or when asked (``True``)."""
+    wanted = bf16 is True or (
+        bf16 == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
+    )
+    if not wanted:
+        return nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def build_optimizer(
+    model: nn.Module, training: TrainingSpec, total_steps: int
+) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW without weight decay on biases and LayerNorm weights, and linear warm-up/decay."""
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim < 2 or "LayerNorm" in name else decay).append(parameter)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": training.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=training.learning_rate,
+    )
+    warmup = int(training.warmup_ratio * total_steps)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+
+
+def batches(data: TrialData, features: list[Any], size: int, order: list[int]) -> Iterator[Batch]:
+    pad = data.tokenizer.pad_token_id or 0
+    for start in range(0, len(order), size):
+        yield data.task.collate([features[i] for i in order[start : start + size]], pad)
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
+    """The shuffled example order of one epoch, reproducible after a resume."""
+    generator = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    return torch.randperm(n, generator=generator).tolist()
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+@torch.no_grad()
+def evaluate(
+    model: PreTrainedModel, data: TrialData, batch_size: int, device: torch.device, bf16: Any
+) -> dict[str, float]:
+    """The task's metrics on the eval split, prefixed ``eval_``."""
+    model.eval()
+    order = list(range(len(data.eval_features)))
+    eval_batches = [to_device(b, device) for b in batches(data, data.eval_features, batch_size, order)]
+
+    def predict(batch: Batch) -> Any:
+        with autocast(device, bf16):
+            return model(**model_inputs(batch))
+
+    metrics = data.task.evaluate(predict, eval_batches, data.eval_examples)
+    model.train()
+    return {f"eval_{name}": value for name, value in metrics.items()}
+
+
+def save_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: Any, progress: Progress) -> None:
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "progress": progress.__dict__,
+        "rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+    torch.save(state, folder / CHECKPOINT_FILE)
+
+
+def load_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: Any) -> Progress:
+    state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    return Progress(**state["progress"])
+
+
+def fit(
+    data: TrialData,
+    model_name: str,
+    loss_spec: dict[str, Any],
+    seed: int,
+    training: TrainingSpec,
+    reporter: Reporter,
+    metric: str = "eval_f1",
+) -> dict[str, float]:
+    """Train and evaluate one trial; returns the last evaluation's metrics."""
+    seed_everything(seed)
+    device = pick_device()
+    vocab = len(data.tokenizer) if model_name == TINY_BERT else None
+    model = build_model(model_name, data.info.kind, data.task.num_labels, vocab).to(device)
+    full_spec = dict(loss_spec)
+    if full_spec["name"] == "wce":
+        full_spec["class_counts"] = data.task.class_counts(data.train_features)
+    loss_fn = build_loss(full_spec).to(device)
+    steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)
+    total_steps = steps_per_epoch * training.epochs
+    optimizer, scheduler = build_optimizer(model, training, total_steps)
+    progress = Progress()
+    resumed = reporter.latest_checkpoint()
+    if resumed is not None:
+        progress = load_checkpoint(resumed, model, optimizer, scheduler)
+    model.train()
+    last: dict[str, float] = {}
+    started = time.perf_counter()
+    while progress.step < total_steps:
+        epoch, skip = divmod(progress.step, steps_per_epoch)
+        order = epoch_order(len(data.train_features), seed, epoch)[skip * training.batch_size :]
+        for batch in batches(data, data.train_features, training.batch_size, order):
+            loss = train_step(model, batch, data, loss_fn, optimizer, scheduler, training, device)
+            progress.step += 1
+            progress.loss_sum += loss
+            progress.loss_steps += 1
+            reporter.progress(progress.step, total_steps, loss)
+            at_epoch_end = progress.step % steps_per_epoch == 0
+            every = training.eval_every_steps
+            if at_epoch_end or (every is not None and progress.step % every == 0):
+                last = evaluate(model, data, training.batch_size, device, training.bf16)
+                last.update(
+                    train_loss=progress.loss_sum / max(progress.loss_steps, 1),
+                    epoch=progress.step / steps_per_epoch,
+                    step=progress.step,
+                    seconds=time.perf_counter() - started,
+                )
+                progress.best_metric = max(progress.best_metric, last.get(metric, -math.inf))
+                last[f"best_{metric}"] = progress.best_metric
+                progress.loss_sum, progress.loss_steps = 0.0, 0
+                with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
+                    save_checkpoint(Path(folder), model, optimizer, scheduler, progress)
+                    reporter.report(last, Path(folder))
+    return last
+
+
+def train_step(
+    model: PreTrainedModel,
+    batch: Batch,
+    data: TrialData,
+    loss_fn: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    training: TrainingSpec,
+    device: torch.device,
+) -> float:
+    """One optimiser step; returns the batch's loss."""
+    batch = to_device(batch, device)
+    with autocast(device, training.bf16):
+        outputs = model(**model_inputs(batch))
+    loss = data.task.loss(outputs, batch, loss_fn)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if training.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), training.grad_clip)
+    optimizer.step()
+    scheduler.step()
+    return float(loss.detach())

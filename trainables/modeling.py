@@ -1,0 +1,106 @@
+"""Tokenizers and encoders: any ``transformers`` model by hub id or local path.
+
+The special model name ``tiny-bert`` builds a 2-layer, 64-wide BERT initialised
+at random, with a WordPiece vocabulary learned from the training texts, so a
+sweep runs offline in seconds (tests and the ``smoke`` preset).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from filelock import FileLock
+from transformers import (
+    AutoConfig,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    BertConfig,
+    BertTokenizer,
+    PreTrainedModel,
+)
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from search_spaces.datasets import TaskKind
+
+TINY_BERT = "tiny-bert"
+TINY_VOCAB_SIZE = 4000
+_TINY_CONFIG = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 512,
+}
+_HEADS = {
+    "pi": AutoModelForSequenceClassification,
+    "ner": AutoModelForTokenClassification,
+    "pos": AutoModelForTokenClassification,
+    "mrc": AutoModelForQuestionAnswering,
+}
+
+
+def tiny_tokenizer(texts: Iterable[str], cache_dir: Path, key: str) -> PreTrainedTokenizerBase:
+    """A cased WordPiece tokenizer learned from ``texts``, saved once under ``cache_dir/key``.
+
+    Every trial of a sweep asks for the same ``key`` (the data set and variant), so
+    they share one vocabulary; a file lock keeps concurrent trials from training it
+    twice.
+    """
+    from tokenizers import BertWordPieceTokenizer
+
+    folder = cache_dir / "tokenizers" / key
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / "tokenizer_config.json").exists():
+            trainer = BertWordPieceTokenizer(lowercase=False)
+            trainer.train_from_iterator(texts, vocab_size=TINY_VOCAB_SIZE, min_frequency=1)
+            trainer.save_model(str(folder))
+            BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(
+                folder
+            )
+    tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(folder)
+    return tokenizer
+
+
+def load_tokenizer(model: str) -> PreTrainedTokenizerBase:
+    """The fast tokenizer of a hub id or local path (word offsets need a fast one).
+
+    Raises:
+        ValueError: the model has no fast tokenizer.
+    """
+    tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(model)
+    if not tokenizer.is_fast:
+        raise ValueError(f"model {model!r} has no fast tokenizer; word alignment needs one")
+    return tokenizer
+
+
+def build_model(
+    model: str, kind: TaskKind, num_labels: int, vocab_size: int | None = None
+) -> PreTrainedModel:
+    """The encoder with the head for ``kind``: a new head on pretrained weights, or a tiny BERT.
+
+    ``num_labels`` is the number of classes (tags for tagging; ignored for ``mrc``);
+    ``vocab_size`` is needed for ``tiny-bert`` only.
+    """
+    head = _HEADS[kind]
+    if kind == "mrc":
+        num_labels = 2  # the QA head's two outputs per token: start and end
+    if model == TINY_BERT:
+        if vocab_size is None:
+            raise ValueError("tiny-bert needs the tokenizer's vocab_size")
+        config = BertConfig(vocab_size=vocab_size, num_labels=num_labels, **_TINY_CONFIG)
+        built: PreTrainedModel = head.from_config(config)
+        return built
+    config = AutoConfig.from_pretrained(model, num_labels=num_labels)
+    loaded: PreTrainedModel = head.from_pretrained(model, config=config)
+    return loaded
+
+
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:
+    """A short hash of the vocabulary, so cached encodings never mix tokenizers."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    return hashlib.sha256(repr((type(tokenizer).__name__, vocab)).encode()).hexdigest()[:16]

@@ -1,0 +1,25 @@
+"""Task kinds (``pi``, ``ner``, ``pos``, ``mrc``): features, loss and metrics for each."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from search_spaces.datasets import TaskKind
+from trainables.tasks.base import Batch, EncodeOptions, Feature, Task, model_inputs
+from trainables.tasks.classification import PairClassification
+from trainables.tasks.span import SpanExtraction
+from trainables.tasks.tagging import Tagging
+
+
+def build_task(kind: TaskKind, labels: Sequence[str]) -> Task:
+    """The task adapter for ``kind``; raises ``ValueError`` listing the valid kinds."""
+    if kind == "pi":
+        return PairClassification(labels)
+    if kind in ("ner", "pos"):
+        return Tagging(labels, kind=kind)
+    if kind == "mrc":
+        return SpanExtraction(labels)
+    raise ValueError(f"unknown task kind {kind!r}; valid: mrc, ner, pi, pos")
+
+
+__all__ = ["Batch", "EncodeOptions", "Feature", "Task", "build_task", "model_inputs"]

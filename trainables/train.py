@@ -1,0 +1,191 @@
+"""The Ray Tune trainable ``train(config)``, and the same trial from the command line.
+
+    python -m trainables.train --task ner --dataset conll2003 \
+        --loss '{"name": "dsc", "alpha": 0.1}' --model bert-base-cased --epochs 3
+
+``config`` follows the trial contract of ``search_spaces.sections.TrialConfig``:
+``dataset``, ``variant``, ``model``, ``loss``, ``seed``, ``training``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from search_spaces.datasets import get_dataset
+from search_spaces.sections import TrainingSpec, TrialConfig
+from search_spaces.settings import DicesweepSettings
+from trainables.loop import CHECKPOINT_FILE, Reporter, fit
+from trainables.trial_data import DataRequest, load_trial_data
+
+
+def parse_config(config: Mapping[str, Any]) -> TrialConfig:
+    """Validate a trial config (raises ``pydantic.ValidationError`` naming the field)."""
+    return TrialConfig.model_validate(dict(config))
+
+
+def loss_dict(trial: TrialConfig) -> dict[str, Any]:
+    """The trial's loss spec as the plain mapping ``build_loss`` takes."""
+    return trial.loss.model_dump(exclude_none=True)
+
+
+def run_trial(
+    config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
+) -> dict[str, float]:
+    """Load the data (cached), then fit; returns the final metrics."""
+    settings = settings or DicesweepSettings()
+    trial = parse_config(config)
+    training = trial.training
+    request = DataRequest(
+        dataset=trial.dataset,
+        variant=trial.variant,
+        model=trial.model,
+        max_seq_length=training.max_seq_length,
+        doc_stride=training.doc_stride,
+        max_train_examples=training.max_train_examples,
+        max_eval_examples=training.max_eval_examples,
+    )
+    assert settings.datasets_dir is not None and settings.cache_dir is not None
+    data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+    return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
+
+
+class RayTuneReporter:
+    """Reports to Ray Tune and resumes from the checkpoint Ray hands back."""
+
+    def __init__(self) -> None:
+        self._restored: Path | None = None
+
+    def latest_checkpoint(self) -> Path | None:
+        from ray import tune
+
+        checkpoint = tune.get_checkpoint()
+        if checkpoint is None:
+            return None
+        self._restored = Path(checkpoint.to_directory())
+        return self._restored
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        from ray import tune
+
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        """Ray Tune shows progress from the reports; nothing to do per step."""
+
+
+def train(config: dict[str, Any]) -> None:
+    """Ray Tune function trainable: one fine-tuning run, reported every evaluation."""
+    import ray
+    import torch
+
+    # One intra-op thread per reserved CPU: more threads than cores make every
+    # trial on the node spin-wait on the others (10-100x slower steps).
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    torch.set_num_threads(max(1, int(cpus)))
+    run_trial(config, RayTuneReporter())
+
+
+class TerminalReporter:
+    """A progress bar and a line per evaluation; checkpoints kept in ``output_dir``."""
+
+    def __init__(self, output_dir: Path, resume: bool) -> None:
+        self.output_dir = output_dir
+        self.resume = resume
+        self._bar: Any = None
+
+    def latest_checkpoint(self) -> Path | None:
+        folder = self.output_dir / "checkpoint"
+        if self.resume and (folder / CHECKPOINT_FILE).exists():
+            print(f"resuming from {folder}", file=sys.stderr)
+            return folder
+        return None
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        target = self.output_dir / "checkpoint"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(checkpoint_dir / CHECKPOINT_FILE, target / CHECKPOINT_FILE)
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+        (self._bar.write if self._bar else print)(shown)
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=step - 1, unit="step", dynamic_ncols=True)
+        self._bar.update(1)
+        self._bar.set_postfix(loss=f"{loss:.4f}")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = TrainingSpec()
+    parser = argparse.ArgumentParser(
+        prog="python -m trainables.train", description="Fine-tune one trial without Ray."
+    )
+    parser.add_argument("--task", choices=["pi", "ner", "pos", "mrc"], help="checked against the data set")
+    parser.add_argument("--dataset", required=True, help="catalogue name, e.g. conll2003")
+    parser.add_argument("--variant", default="original", help="Table 8 variant (binary sets)")
+    parser.add_argument("--model", default="tiny-bert", help="hub id, local path or tiny-bert")
+    parser.add_argument("--loss", default='{"name": "ce"}', help="loss spec as JSON")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--lr", type=float, default=defaults.learning_rate)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
+    parser.add_argument("--eval-every-steps", type=int, default=None)
+    parser.add_argument("--max-train-examples", type=int, default=None)
+    parser.add_argument("--max-eval-examples", type=int, default=None)
+    parser.add_argument("--bf16", choices=["auto", "true", "false"], default="auto")
+    parser.add_argument("--output-dir", type=Path, default=Path("trial-output"))
+    parser.add_argument("--resume", action="store_true", help="continue from output-dir")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The trial config a sweep would send, built from command-line flags."""
+    kind = get_dataset(args.dataset).kind
+    if args.task is not None and args.task != kind:
+        raise SystemExit(f"--task {args.task} does not match data set {args.dataset!r} ({kind})")
+    bf16: bool | str = {"true": True, "false": False}.get(args.bf16, "auto")
+    return {
+        "sweep_id": "local",
+        "dataset": args.dataset,
+        "variant": args.variant,
+        "model": args.model,
+        "loss": json.loads(args.loss),
+        "seed": args.seed,
+        "training": {
+            "epochs": args.epochs,
+            "learning_rate": args.lr,
+            "batch_size": args.batch_size,
+            "max_seq_length": args.max_seq_length,
+            "eval_every_steps": args.eval_every_steps,
+            "max_train_examples": args.max_train_examples,
+            "max_eval_examples": args.max_eval_examples,
+            "bf16": bf16,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    config = config_from_args(args)
+    reporter = TerminalReporter(args.output_dir, args.resume)
+    try:
+        metrics = run_trial(config, reporter)
+    finally:
+        reporter.close()
+    print(json.dumps({"config": config, "metrics": metrics}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

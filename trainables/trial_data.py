@@ -1,0 +1,157 @@
+"""A trial's data: read, varied, capped, tokenised once and cached on disk.
+
+Every trial of a sweep that shares (data set, variant, caps, tokenizer, max
+length, stride) reads the same pickled features from ``cache_dir``; the first
+one writes them under a file lock, atomically, so concurrent trials never read
+a half-written file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from search_spaces.datasets import DatasetInfo, get_dataset
+from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split
+from trainables.data.variants import make_variant
+from trainables.modeling import TINY_BERT, load_tokenizer, tiny_tokenizer, tokenizer_fingerprint
+from trainables.tasks import EncodeOptions, Feature, Task, build_task
+
+# The data-set variants are fixed data sets, the same for every seed of a sweep:
+# seeds vary initialisation and order, not the data.
+VARIANT_SEED = 0
+CAP_SEED = 0
+
+
+@dataclass(frozen=True)
+class DataRequest:
+    """What a trial asks for (all of it is part of the cache key)."""
+
+    dataset: str
+    variant: str
+    model: str
+    max_seq_length: int
+    doc_stride: int
+    max_train_examples: int | None
+    max_eval_examples: int | None
+
+
+@dataclass
+class TrialData:
+    """Everything the training loop needs from the data side."""
+
+    info: DatasetInfo
+    task: Task
+    tokenizer: PreTrainedTokenizerBase
+    train_features: list[Feature]
+    eval_features: list[Feature]
+    eval_examples: list[Any]
+
+
+def _cap(examples: list[Any], limit: int | None) -> list[Any]:
+    """A fixed random subset of ``limit`` examples (the same for every trial)."""
+    if limit is None or limit >= len(examples):
+        return examples
+    chosen = sorted(random.Random(CAP_SEED).sample(range(len(examples)), limit))
+    return [examples[i] for i in chosen]
+
+
+def _texts(examples: Sequence[Any]) -> list[str]:
+    """The raw texts a tiny tokenizer learns its vocabulary from."""
+    texts: list[str] = []
+    for example in examples:
+        if isinstance(example, PairExample):
+            texts += [example.text_a, example.text_b]
+        elif isinstance(example, TaggedSentence):
+            texts.append(" ".join(example.tokens))
+        elif isinstance(example, QAExample):
+            texts += [example.question, example.context]
+    return texts
+
+
+def _read(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
+    train = load_split(request.dataset, "train", datasets_dir)
+    if request.variant != "original":
+        info = get_dataset(request.dataset)
+        if not info.binary:
+            raise ValueError(
+                f"variant {request.variant!r} needs a binary data set; {request.dataset!r} is "
+                f"{info.kind}"
+            )
+        pairs = [e for e in train if isinstance(e, PairExample)]
+        train = list(make_variant(pairs, request.variant, seed=VARIANT_SEED))
+    evaluation = load_split(request.dataset, "eval", datasets_dir)
+    return _cap(train, request.max_train_examples), _cap(evaluation, request.max_eval_examples)
+
+
+def _labels(info: DatasetInfo, datasets_dir: Path) -> list[str]:
+    return [] if info.kind == "mrc" else label_list(info.name, datasets_dir)
+
+
+def _tokenizer(
+    request: DataRequest, train: list[Any], cache_dir: Path
+) -> PreTrainedTokenizerBase:
+    if request.model != TINY_BERT:
+        return load_tokenizer(request.model)
+    key = _digest({"dataset": request.dataset, "variant": request.variant,
+                   "cap": request.max_train_examples})
+    return tiny_tokenizer(_texts(train), cache_dir, key)
+
+
+def _digest(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _cached(path: Path, build: Any) -> Any:
+    """Load ``path``, or build, write atomically and return it (under a file lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            with path.open("rb") as handle:
+                return pickle.load(handle)
+        value = build()
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        with partial.open("wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.replace(path)
+        return value
+
+
+def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -> TrialData:
+    """Read, vary, cap and tokenise (or load the cached features of) one trial's data.
+
+    Raises:
+        UnknownDatasetError, FileNotFoundError, ValueError: from the readers and
+            variants, naming the data set and the rule.
+    """
+    info = get_dataset(request.dataset)
+    train, evaluation = _read(request, datasets_dir)
+    task = build_task(info.kind, _labels(info, datasets_dir))
+    tokenizer = _tokenizer(request, train, cache_dir)
+    options = EncodeOptions(request.max_seq_length, request.doc_stride)
+    key = _digest(
+        {
+            "request": request.__dict__,
+            "tokenizer": tokenizer_fingerprint(tokenizer),
+            "labels": task.labels,
+            "format": 1,
+        }
+    )
+    folder = cache_dir / "features" / f"{request.dataset}-{key}"
+    train_features = _cached(
+        folder / "train.pkl", lambda: task.encode(train, tokenizer, options, training=True)
+    )
+    eval_features = _cached(
+        folder / "eval.pkl", lambda: task.encode(evaluation, tokenizer, options, training=False)
+    )
+    return TrialData(info, task, tokenizer, train_features, eval_features, evaluation)
