@@ -118,7 +118,9 @@ def evaluate(
     """The task's metrics on the eval split, prefixed ``eval_``."""
     model.eval()
     order = list(range(len(data.eval_features)))
-    eval_batches = [to_device(b, device) for b in batches(data, data.eval_features, batch_size, order)]
+    eval_batches = [
+        to_device(b, device) for b in batches(data, data.eval_features, batch_size, order)
+    ]
 
     def predict(batch: Batch) -> Any:
         with autocast(device, bf16):
@@ -129,7 +131,9 @@ def evaluate(
     return {f"eval_{name}": value for name, value in metrics.items()}
 
 
-def save_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: Any, progress: Progress) -> None:
+def save_checkpoint(
+    folder: Path, model: nn.Module, optimizer: Any, scheduler: Any, progress: Progress
+) -> None:
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),

@@ -131,7 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m trainables.train", description="Fine-tune one trial without Ray."
     )
-    parser.add_argument("--task", choices=["pi", "ner", "pos", "mrc"], help="checked against the data set")
+    parser.add_argument(
+        "--task", choices=["pi", "ner", "pos", "mrc"], help="checked against the data set"
+    )
     parser.add_argument("--dataset", required=True, help="catalogue name, e.g. conll2003")
     parser.add_argument("--variant", default="original", help="Table 8 variant (binary sets)")
     parser.add_argument("--model", default="tiny-bert", help="hub id, local path or tiny-bert")

@@ -98,13 +98,12 @@ def _labels(info: DatasetInfo, datasets_dir: Path) -> list[str]:
     return [] if info.kind == "mrc" else label_list(info.name, datasets_dir)
 
 
-def _tokenizer(
-    request: DataRequest, train: list[Any], cache_dir: Path
-) -> PreTrainedTokenizerBase:
+def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTrainedTokenizerBase:
     if request.model != TINY_BERT:
         return load_tokenizer(request.model)
-    key = _digest({"dataset": request.dataset, "variant": request.variant,
-                   "cap": request.max_train_examples})
+    key = _digest(
+        {"dataset": request.dataset, "variant": request.variant, "cap": request.max_train_examples}
+    )
     return tiny_tokenizer(_texts(train), cache_dir, key)
 
 

@@ -20,7 +20,24 @@ from trainables.trial_data import DataRequest, load_trial_data
 
 PEOPLE = ["Alice Smith", "Bob Jones", "Carla Diaz", "Dmitri Ivanov", "Emma Stone"]
 PLACES = ["Paris", "Berlin", "Lagos", "Lima", "Osaka", "Quebec"]
-WORDS = "the a of to in said on that was for with visited met from today after".split()
+WORDS = [
+    "the",
+    "a",
+    "of",
+    "to",
+    "in",
+    "said",
+    "on",
+    "that",
+    "was",
+    "for",
+    "with",
+    "visited",
+    "met",
+    "from",
+    "today",
+    "after",
+]
 
 
 def toy_sentence(rng: random.Random) -> list[tuple[str, str]]:
@@ -30,7 +47,7 @@ def toy_sentence(rng: random.Random) -> list[tuple[str, str]]:
     rows += [(person[0], "B-PER"), (person[1], "I-PER")]
     rows += [(rng.choice(WORDS), "O") for _ in range(rng.randint(1, 3))]
     rows.append((rng.choice(PLACES), "B-LOC"))
-    return rows + [(".", "O")]
+    return [*rows, (".", "O")]
 
 
 def write_conll(path: Path, n: int, seed: int) -> None:

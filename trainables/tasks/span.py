@@ -11,7 +11,7 @@ context mask. Answers are scored with the official SQuAD normalisation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -30,7 +30,7 @@ class SpanExtraction(Task):
     """Start/end logits ``(B, L)`` over a window; exact match and F1 of the best span."""
 
     kind = "mrc"
-    padded_fields = {"context_mask": 0}
+    padded_fields: ClassVar[dict[str, int]] = {"context_mask": 0}
 
     def encode(
         self,
@@ -64,7 +64,9 @@ class SpanExtraction(Task):
             feature["start_positions"], feature["end_positions"] = start, end
             if not training:
                 feature["example_index"] = example_index
-                feature["offsets"] = [o if c else None for o, c in zip(offsets, in_context)]
+                feature["offsets"] = [
+                    o if c else None for o, c in zip(offsets, in_context, strict=True)
+                ]
             features.append(feature)
         return features
 
