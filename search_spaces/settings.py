@@ -26,6 +26,7 @@ class DicesweepSettings(BaseSettings):
     ray_address: str | None = None  # None: start (or join) a local Ray head
     storage_path: Path | None = None  # Ray Tune storage; default: $home/ray_results
     cache_dir: Path | None = None  # tokenised data sets; default: $home/cache
+    max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
 
     @model_validator(mode="after")
     def _derive_defaults(self) -> DicesweepSettings:

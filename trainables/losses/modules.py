@@ -53,6 +53,9 @@ class CELoss(DicesweepLoss):
 
     key = "ce"
 
+    def __init__(self) -> None:
+        super().__init__()  # no parameters; an explicit signature for the registry
+
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.ce_loss(logits, target, mask)
 

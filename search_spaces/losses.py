@@ -1,0 +1,185 @@
+"""Torch-free schemas of the losses' parameters (docs/LOSSES.md), one model per loss.
+
+The trainable builds the real loss (``trainables.losses``) and repeats these checks;
+these models let the service and the sweep driver refuse a bad spec at the boundary,
+before a trial starts. A loss spec is ``{"name": <key>, **params}``; unset parameters
+take the defaults below, which mirror the loss modules' defaults.
+
+Numbers are strict (``True`` is not ``1.0``, ``"0.5"`` is not ``0.5``) and finite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+Scope = Literal["example", "set"]
+# Strict so that a boolean is never read as 0/1; ints are still accepted.
+_Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+NonNegative = Annotated[_Number, Field(ge=0.0)]
+UnitInterval = Annotated[_Number, Field(ge=0.0, le=1.0)]
+Positive = Annotated[_Number, Field(gt=0.0)]
+Flag = Annotated[bool, Field(strict=True)]
+
+# Parameters that the trainable computes from the training data; a spec never sets them.
+TRAINABLE_SUPPLIED = frozenset({"class_counts"})
+
+
+class LossSpecError(ValueError):
+    """A loss spec with an unknown name, an unknown parameter or a value out of range."""
+
+
+class _LossSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CeSpec(_LossSpec):
+    """Cross-entropy (eq. 1); no parameters."""
+
+    name: Literal["ce"] = "ce"
+
+
+class WceSpec(_LossSpec):
+    """Weighted cross-entropy (eq. 2): ``w_t = log10((n - n_t)/n_t + k)``.
+
+    ``k`` must be > 0 here; the trainable also rejects a ``k`` that makes a weight
+    <= 0 for the actual class counts (``k < 1`` can, for the majority class).
+    """
+
+    name: Literal["wce"] = "wce"
+    k: Positive = 1.0
+    class_counts: tuple[Annotated[int, Field(strict=True, gt=0)], ...] | None = None
+
+    @field_validator("class_counts")
+    @classmethod
+    def _two_classes_or_more(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if value is not None and len(value) < 2:
+            raise ValueError(f"class_counts needs one count per class (>= 2), got {list(value)}")
+        return value
+
+
+class FocalSpec(_LossSpec):
+    """Focal loss ``-(1 - p_t)^gamma log p_t``; ``gamma=0`` equals CE."""
+
+    name: Literal["focal"] = "focal"
+    gamma: NonNegative = 2.0
+
+
+class DiceSpec(_LossSpec):
+    """Dice loss (eq. 7; eq. 6 with ``square=False``)."""
+
+    name: Literal["dice"] = "dice"
+    smooth: NonNegative = 1.0
+    square: Flag = True
+    scope: Scope = "example"
+
+
+class TverskySpec(_LossSpec):
+    """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives."""
+
+    name: Literal["tversky"] = "tversky"
+    alpha: UnitInterval = 0.5
+    beta: UnitInterval = 0.5
+    smooth: NonNegative = 1.0
+    scope: Scope = "example"
+
+
+class DscSpec(_LossSpec):
+    """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``.
+
+    The official code's recipe is ``{"name": "dsc", "alpha": 0.01, "smooth": 1,
+    "square": true, "scope": "set"}``.
+    """
+
+    name: Literal["dsc"] = "dsc"
+    alpha: UnitInterval = 1.0
+    smooth: NonNegative = 1.0
+    square: Flag = False
+    scope: Scope = "example"
+
+
+LossSpec = Annotated[
+    CeSpec | WceSpec | FocalSpec | DiceSpec | TverskySpec | DscSpec, Field(discriminator="name")
+]
+
+LOSS_SPECS: dict[str, type[_LossSpec]] = {
+    model.model_fields["name"].default: model
+    for model in (CeSpec, WceSpec, FocalSpec, DiceSpec, TverskySpec, DscSpec)
+}
+
+_LOSS_SPEC_ADAPTER: TypeAdapter[LossSpec] = TypeAdapter(LossSpec)
+
+
+def loss_names() -> list[str]:
+    """The registered loss keys, sorted."""
+    return sorted(LOSS_SPECS)
+
+
+def _lookup(name: object) -> type[_LossSpec]:
+    if not isinstance(name, str) or name not in LOSS_SPECS:
+        raise LossSpecError(f"unknown loss {name!r}; valid: {', '.join(loss_names())}")
+    return LOSS_SPECS[name]
+
+
+def loss_parameters(name: str) -> dict[str, Any]:
+    """The parameters a spec may set for loss ``name``, with their defaults.
+
+    Raises:
+        LossSpecError: an unknown loss (the message lists the valid ones).
+    """
+    model = _lookup(name)
+    return {
+        field: info.default
+        for field, info in model.model_fields.items()
+        if field != "name" and field not in TRAINABLE_SUPPLIED
+    }
+
+
+def check_parameter(name: str, parameter: str, value: object) -> None:
+    """Check one parameter value of loss ``name`` as a spec may set it.
+
+    Raises:
+        LossSpecError: an unknown loss, a parameter the loss does not have or that
+            the trainable supplies, or a value of the wrong type or out of range; the
+            message names the parameter and the rule.
+    """
+    valid = loss_parameters(name)
+    if parameter in TRAINABLE_SUPPLIED:
+        raise LossSpecError(
+            f"{parameter} is computed by the trainable from the training data; "
+            "a spec must not set it"
+        )
+    if parameter not in valid:
+        listed = ", ".join(sorted(valid)) or "none"
+        raise LossSpecError(f"loss {name!r} has no parameter {parameter!r}; valid: {listed}")
+    try:
+        LOSS_SPECS[name].model_validate({"name": name, parameter: value})
+    except ValidationError as error:
+        rule = error.errors()[0]["msg"]
+        raise LossSpecError(f"{parameter}={value!r} is invalid for {name}: {rule}") from None
+
+
+def validate_loss_spec(data: Mapping[str, Any]) -> LossSpec:
+    """Validate one whole loss spec ``{"name": ..., **params}`` into its model.
+
+    Raises:
+        LossSpecError: no or an unknown ``name``, an unknown parameter (the message
+            lists the valid ones) or a value out of range.
+    """
+    if "name" not in data:
+        raise LossSpecError(f"a loss spec needs a 'name'; valid: {', '.join(loss_names())}")
+    model = _lookup(data["name"])
+    unknown = sorted(set(data) - set(model.model_fields))
+    if unknown:
+        listed = ", ".join(sorted(set(model.model_fields) - {"name"})) or "none"
+        raise LossSpecError(
+            f"unknown parameter(s) {unknown} for loss {data['name']!r}; valid: {listed}"
+        )
+    try:
+        return _LOSS_SPEC_ADAPTER.validate_python(dict(data))
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "name"
+        raise LossSpecError(f"{data['name']}.{where}: {first['msg']}") from None

@@ -1,0 +1,186 @@
+"""The paper's kind of tables from a sweep's trials: pure functions over rows.
+
+A row is one finished trial: ``loss`` (a label, ``loss_label``), ``loss_name``, the
+loss's parameters as ``param_<name>``, ``dataset``, ``variant``, ``seed`` and the
+metrics (``eval_f1`` ... in percent); ``row_from_trial`` builds one from a trial's
+config and final metrics. ``pivot_table`` gives mean, std and count over seeds per
+cell plus the delta of the mean against a baseline row, e.g. losses × variants
+(Table 8) or ``param_alpha`` × data sets (Table 10); ``to_markdown``, ``to_csv``,
+``to_latex``, ``to_json`` and ``to_png`` render it; ``paired_test`` tests each row
+against the baseline over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from search_spaces.report_formats import (
+    STATS,
+    format_value,
+    ordered,
+    to_csv,
+    to_json,
+    to_latex,
+    to_markdown,
+    to_png,
+)
+
+__all__ = [
+    "METRICS",
+    "STATS",
+    "loss_label",
+    "ordered",
+    "paired_test",
+    "pivot_table",
+    "row_from_trial",
+    "to_csv",
+    "to_json",
+    "to_latex",
+    "to_markdown",
+    "to_png",
+]
+
+METRICS = (
+    "eval_f1",
+    "eval_precision",
+    "eval_recall",
+    "eval_accuracy",
+    "eval_exact_match",
+    "train_loss",
+    "epoch",
+)
+
+
+def loss_label(loss_spec: Mapping[str, Any]) -> str:
+    """A short, stable label: ``"ce"``, ``"focal(gamma=2)"``, ``"tversky(alpha=0.3,beta=0.7)"``.
+
+    Parameters are sorted by name; only scalar ones count (never ``class_counts``).
+    """
+    params = {
+        key: value
+        for key, value in loss_spec.items()
+        if key != "name" and isinstance(value, bool | int | float | str)
+    }
+    inner = ",".join(f"{key}={format_value(params[key])}" for key in sorted(params))
+    return f"{loss_spec['name']}({inner})" if inner else str(loss_spec["name"])
+
+
+def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """One row from a trial's config (the trial config contract) and its final metrics."""
+    loss = config["loss"]
+    return {
+        "loss": loss_label(loss),
+        "loss_name": loss["name"],
+        **{f"param_{key}": value for key, value in loss.items() if key != "name"},
+        "dataset": config["dataset"],
+        "variant": config["variant"],
+        "seed": config["seed"],
+        **{name: metrics[name] for name in METRICS if name in metrics},
+    }
+
+
+def _require(rows: pd.DataFrame, columns: Iterable[str]) -> None:
+    missing = [column for column in columns if column not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lack column(s) {missing}; they have {list(rows.columns)}")
+
+
+def pivot_table(
+    rows: pd.DataFrame,
+    rows_key: str,
+    cols_key: str,
+    metric: str = "eval_f1",
+    baseline: str | None = "ce",
+) -> pd.DataFrame:
+    """Mean, std (n-1) and count of ``metric`` over the rows of each cell, and the delta
+    of the mean against the ``baseline`` row in the same column.
+
+    Returns a frame indexed by the ``rows_key`` values, with columns ``(col, stat)`` for
+    each ``cols_key`` value and stat in ``STATS``; ``delta`` is NaN on the baseline row
+    (and everywhere when ``baseline`` is None). Rows with a NaN metric (failed trials)
+    are left out. ``attrs`` keeps ``metric``, ``rows_key``, ``cols_key``, ``baseline``.
+
+    Raises:
+        ValueError: a missing column, or a ``baseline`` that is not among the rows.
+    """
+    _require(rows, (rows_key, cols_key, metric))
+    data = rows.dropna(subset=[metric])
+    stats = data.groupby([rows_key, cols_key])[metric].agg(["mean", "std", "count"])
+    means = stats["mean"].unstack(cols_key)
+    if baseline is not None and baseline not in means.index:
+        raise ValueError(f"baseline {baseline!r} is not a {rows_key}; have {list(means.index)}")
+    frames = {stat: stats[stat].unstack(cols_key) for stat in ("mean", "std", "count")}
+    frames["delta"] = means * math.nan
+    if baseline is not None:
+        frames["delta"] = means - means.loc[baseline]
+        frames["delta"].loc[baseline] = math.nan
+    index = ordered(means.index, baseline)
+    columns = ordered(means.columns)
+    table = pd.concat(frames, axis=1).swaplevel(axis=1)
+    table = table.reindex(index=index, columns=pd.MultiIndex.from_product([columns, STATS]))
+    table.index.name, table.columns.names = rows_key, [cols_key, "stat"]
+    table.attrs = {
+        "metric": metric,
+        "rows_key": rows_key,
+        "cols_key": cols_key,
+        "baseline": baseline,
+    }
+    return table
+
+
+def paired_test(
+    rows: pd.DataFrame,
+    rows_key: str,
+    cols_key: str,
+    metric: str = "eval_f1",
+    baseline: str = "ce",
+) -> pd.DataFrame:
+    """Paired t-test (``scipy.stats.ttest_rel``) of each row against ``baseline`` within
+    each column, pairs matched by ``seed`` (several rows of one seed are averaged).
+
+    Returns one line per (row, column) other than the baseline: ``rows_key``,
+    ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline), ``t_statistic``,
+    ``p_value`` (two-sided); the last two are NaN with fewer than 2 pairs.
+
+    Raises:
+        ValueError: a missing column, or a ``baseline`` that is not among the rows.
+    """
+    _require(rows, (rows_key, cols_key, "seed", metric))
+    per_seed = rows.dropna(subset=[metric]).groupby([cols_key, "seed", rows_key])[metric].mean()
+    wide = per_seed.unstack(rows_key)
+    if baseline not in wide.columns:
+        raise ValueError(f"baseline {baseline!r} is not a {rows_key}; have {list(wide.columns)}")
+    lines = [
+        {rows_key: label, cols_key: column, **_paired(wide.loc[column], label, baseline)}
+        for column in ordered(wide.index.get_level_values(0))
+        for label in ordered(wide.columns, baseline)[1:]
+    ]
+    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value"]
+    return pd.DataFrame(lines, columns=columns)
+
+
+def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
+    """The paired test of column ``label`` against ``baseline`` over the seeds (rows) of
+    ``block``; seeds missing either are left out."""
+    from scipy import stats
+
+    pairs = block[[label, baseline]].dropna()
+    differences = pairs[label] - pairs[baseline]
+    t_stat = p_value = math.nan
+    if len(pairs) >= 2:
+        # Identical differences have no variance: scipy returns +-inf or NaN and warns.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = stats.ttest_rel(pairs[label], pairs[baseline])
+        t_stat, p_value = float(result.statistic), float(result.pvalue)
+    return {
+        "n_pairs": len(pairs),
+        "mean_diff": float(differences.mean()) if len(pairs) else math.nan,
+        "t_statistic": t_stat,
+        "p_value": p_value,
+    }

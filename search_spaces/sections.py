@@ -1,0 +1,196 @@
+"""The sections of a sweep spec (task, training, search, scheduler, resources) and the
+trial config contract, each a closed pydantic model (unknown keys are errors).
+
+Rules that span sections (grid vs distributions, the trial cap) live on
+``search_spaces.spec.SweepSpec``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from search_spaces.datasets import (
+    DATASETS,
+    VARIANTS,
+    TaskKind,
+    UnknownDatasetError,
+    Variant,
+    get_dataset,
+)
+from search_spaces.errors import rule_error
+from search_spaces.losses import LossSpec
+
+Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
+Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
+Float = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
+class Section(BaseModel):
+    """A closed, immutable part of a spec: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskSpec(Section):
+    """Which data: one or more catalogue data sets and Table 8 variants (a grid of both),
+    each given as a name or a list of names.
+
+    ``kind`` is optional; given, every data set must be of that kind. Variants other
+    than ``original`` exist only for binary data sets.
+    """
+
+    kind: TaskKind | None = None
+    dataset: list[str]  # a single name is read as a one-element list
+    variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
+
+    @field_validator("dataset", "variant", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("dataset")
+    @classmethod
+    def _known_unique(cls, names: list[str]) -> list[str]:
+        if not names:
+            raise rule_error("at least one data set is needed")
+        for name in names:
+            try:
+                get_dataset(name)
+            except UnknownDatasetError as error:
+                raise rule_error(str(error)) from None
+        if len(set(names)) < len(names):
+            raise rule_error(f"data sets repeat: {names}")
+        return names
+
+    @field_validator("variant")
+    @classmethod
+    def _variants_unique(cls, variants: list[Variant]) -> list[Variant]:
+        if not variants or len(set(variants)) < len(variants):
+            raise rule_error(f"variants must be one or more, none repeated: {variants}")
+        return variants
+
+    @model_validator(mode="after")
+    def _matches_catalogue(self) -> TaskSpec:
+        for name in self.dataset:
+            kind = DATASETS[name].kind
+            if self.kind is not None and kind != self.kind:
+                raise rule_error(f"{name} is a {kind!r} data set, not {self.kind!r}", "kind")
+        non_binary = [name for name in self.dataset if not DATASETS[name].binary]
+        if non_binary and self.variant != ["original"]:
+            binary = sorted(name for name, info in DATASETS.items() if info.binary)
+            raise rule_error(
+                f"the Table 8 variants apply to binary data sets only ({', '.join(binary)}); "
+                f"{', '.join(non_binary)} take 'original'",
+                "variant",
+            )
+        return self
+
+
+class TrainingSpec(Section):
+    """Fine-tuning settings shared by every trial of a sweep (never searched)."""
+
+    epochs: Int = Field(3, ge=1)
+    learning_rate: Float = Field(3e-5, gt=0, lt=1)
+    batch_size: Int = Field(16, ge=1)
+    max_seq_length: Int = Field(128, ge=8, le=4096)  # tokens
+    warmup_ratio: Float = Field(0.1, ge=0, lt=1)  # fraction of all optimiser steps
+    weight_decay: Float = Field(0.01, ge=0)
+    grad_clip: Float | None = Field(1.0, gt=0)  # max gradient norm; None: no clipping
+    eval_every_steps: Int | None = Field(None, ge=1)  # None: evaluate once per epoch
+    max_train_examples: Int | None = Field(None, ge=1)  # None: the whole split
+    max_eval_examples: Int | None = Field(None, ge=1)
+    doc_stride: Int = Field(128, ge=1)  # MRC: tokens between the starts of two windows
+    bf16: Literal["auto"] | bool = "auto"  # auto: bf16 where the device supports it
+
+    @field_validator("bf16", mode="before")
+    @classmethod
+    def _flag_or_auto(cls, value: Any) -> Any:
+        if value is not True and value is not False and value != "auto":
+            raise rule_error(f"must be true, false or 'auto', got {value!r}")
+        return value
+
+
+class SearchSpec(Section):
+    """How the search space is explored.
+
+    ``grid`` runs every grid point once per seed (``num_samples`` stays unset or 1).
+    ``random`` and ``tpe`` (Optuna) draw ``num_samples`` configurations, each run once
+    per seed. Every metric is higher-is-better, so ``mode`` is always ``max``.
+    """
+
+    algorithm: Literal["grid", "random", "tpe"] = "grid"
+    num_samples: Int | None = Field(None, ge=1)
+    metric: Metric = "eval_f1"
+    mode: Literal["max"] = "max"
+    sampler_seed: Int | None = None  # random/tpe: makes the sampled configurations repeatable
+
+    @field_validator("metric", mode="before")
+    @classmethod
+    def _not_training_loss(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("train"):
+            raise rule_error(
+                f"{value!r} cannot rank trials: the training loss differs between losses; "
+                "use an eval metric",
+            )
+        return value
+
+
+class SchedulerSpec(Section):
+    """Early stopping of trials; times are evaluations (Ray's ``training_iteration``).
+
+    ``asha`` and ``median`` compare the search metric (an eval metric), never the
+    training loss. ``per_loss`` compares a trial only with trials of the same loss
+    name, since the losses learn at different speeds. ``reduction_factor`` is ASHA's.
+    """
+
+    kind: Literal["fifo", "asha", "median"] = "fifo"
+    grace_period: Int = Field(1, ge=1)  # evaluations before a trial may be stopped
+    reduction_factor: Float = Field(3.0, gt=1)
+    per_loss: Annotated[bool, Field(strict=True)] = True
+
+
+class ResourcesSpec(Section):
+    """What one trial reserves on the Ray cluster, and how many run at once."""
+
+    cpus_per_trial: Float = Field(1.0, gt=0)
+    gpus_per_trial: Float = Field(0.0, ge=0, le=8)  # fractions share a GPU
+    max_concurrent_trials: Int | None = Field(None, ge=1)  # None: as many as fit
+
+    @field_validator("cpus_per_trial", "gpus_per_trial")
+    @classmethod
+    def _whole_above_one(cls, value: float) -> float:
+        # Ray accepts fractions of one unit only; above one it needs whole units.
+        if value > 1 and not float(value).is_integer():
+            raise rule_error(f"above 1 a resource must be a whole number, got {value}")
+        return value
+
+
+class TrialConfig(Section):
+    """The config each Ray Tune trial receives: one data set, variant, loss and seed."""
+
+    sweep_id: str
+    dataset: str
+    variant: Variant
+    model: str = Field(min_length=1)
+    loss: LossSpec
+    seed: Int = Field(ge=0)
+    training: TrainingSpec
+
+    @field_validator("dataset")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        try:
+            get_dataset(value)
+        except UnknownDatasetError as error:
+            raise rule_error(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _variant_of_a_binary_set(self) -> TrialConfig:
+        if self.variant != "original" and not DATASETS[self.dataset].binary:
+            raise rule_error(
+                f"{self.dataset} is not binary: its only variant is 'original'", "variant"
+            )
+        return self

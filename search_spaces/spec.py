@@ -1,0 +1,338 @@
+"""The sweep spec (docs/DESIGN.md, "A sweep spec"): validation, presets, expansion.
+
+A spec is YAML or JSON of the same shape on the command line and in the REST API::
+
+    extends: table8                  # a preset to start from (deep-merged, lists replace)
+    task: {dataset: mrpc, variant: [original, +positive]}
+    search_space:
+      losses:
+        - {name: ce}
+        - {name: dsc, alpha: [0.1, 0.01]}   # a list: a grid within this loss
+    seeds: [0, 1, 2]                 # replicates: always a grid dimension, never searched
+    search: {algorithm: grid}
+
+``resolve_spec`` is the entry point; it raises ``SpecError``, whose issues name the
+field path (``search_space.losses[2].alpha``) and the rule.
+
+Number of trials (``trial_count``):
+
+- grid: ``grid points × data sets × variants × seeds``, where the grid points are the
+  sum over loss entries of the product of each entry's list lengths;
+- random/TPE: ``num_samples × seeds``: ``num_samples`` configurations are drawn and each
+  runs once per seed, so the searcher sees the mean over seeds.
+
+Random/TPE search space: a search space whose parameters depend on the loss (a
+conditional space) cannot be written as one Ray Tune ``param_space`` that Optuna
+samples, and Ray Tune refuses ``grid_search`` next to a searcher. So random/TPE search
+takes exactly one loss entry, one data set and one variant: the loss's parameters are
+scalars (fixed), lists (sampled like ``choice``) or distributions. Compare losses
+with a grid; tune one loss with random/TPE; seeds are added by
+``search_spaces.tune_search`` (each suggestion repeated once per seed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from search_spaces.datasets import DATASETS
+from search_spaces.errors import SpecError, SpecIssue, rule_error
+from search_spaces.loss_entries import (
+    Choice,
+    LogUniform,
+    LossEntry,
+    Uniform,
+    candidates,
+    canonical_loss,
+)
+from search_spaces.losses import validate_loss_spec
+from search_spaces.sections import (
+    Int,
+    ResourcesSpec,
+    SchedulerSpec,
+    SearchSpec,
+    Section,
+    TaskSpec,
+    TrainingSpec,
+)
+
+DEFAULT_MAX_TRIALS = 1000
+MAX_SEED = 2**32 - 1  # numpy's seeding range
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"  # usable as an MLflow/Ray run name
+
+
+class SearchSpaceSpec(Section):
+    """What varies between trials: the loss entries (each a whole loss spec)."""
+
+    losses: list[LossEntry]
+
+    @field_validator("losses")
+    @classmethod
+    def _not_empty(cls, losses: list[LossEntry]) -> list[LossEntry]:
+        if not losses:
+            raise rule_error("at least one loss is needed: an empty grid runs nothing")
+        return losses
+
+
+class SweepSpec(Section):
+    """A whole sweep, validated; see the module docstring for the rules across sections."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: str = ""
+    extends: str | None = None  # the preset this spec started from, kept for provenance
+    task: TaskSpec
+    model: str = Field("bert-base-cased", min_length=1)  # hub id, local path or "tiny-bert"
+    training: TrainingSpec = TrainingSpec()
+    search_space: SearchSpaceSpec
+    seeds: list[Int] = Field(default_factory=lambda: [0])
+    search: SearchSpec = SearchSpec()
+    scheduler: SchedulerSpec = SchedulerSpec()
+    resources: ResourcesSpec = ResourcesSpec()
+    max_failures: Int = Field(0, ge=0)  # retries of a failed trial
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, seeds: list[int]) -> list[int]:
+        if not seeds:
+            raise rule_error("at least one seed is needed")
+        if len(set(seeds)) < len(seeds):
+            raise rule_error(f"seeds repeat: {seeds}")
+        if any(not 0 <= seed <= MAX_SEED for seed in seeds):
+            raise rule_error(f"seeds must lie in [0, {MAX_SEED}], got {seeds}")
+        return seeds
+
+    @model_validator(mode="after")
+    def _rules_across_sections(self, info: ValidationInfo) -> SweepSpec:
+        if self.search.algorithm == "grid":
+            _check_grid(self)
+        else:
+            _check_sampled(self)
+        _check_metric(self)
+        _check_scheduler(self)
+        cap = (info.context or {}).get("max_trials", DEFAULT_MAX_TRIALS)
+        count = trial_count(self)
+        if count > cap:
+            raise rule_error(f"{count} trials ({_count_formula(self)}) exceed the cap of {cap}")
+        return self
+
+
+def _check_grid(spec: SweepSpec) -> None:
+    if spec.search.num_samples not in (None, 1):
+        raise rule_error(
+            "grid search runs each grid point once per seed: leave num_samples unset "
+            "(add seeds for replicates)",
+            "search.num_samples",
+        )
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(spec.search_space.losses):
+        sampled = entry.distribution_params()
+        if sampled:
+            raise rule_error(
+                "distributions need search.algorithm random or tpe; "
+                "a grid takes a value or a list of values",
+                f"search_space.losses[{index}].{sampled[0]}",
+            )
+        for point in entry.grid():
+            # Defaults filled in, so {"name": "dsc"} and {"name": "dsc", "alpha": 1} collide.
+            key = json.dumps(validate_loss_spec(point).model_dump(), sort_keys=True)
+            if key in seen and seen[key] != index:
+                raise rule_error(
+                    f"repeats the loss {point} of search_space.losses[{seen[key]}]",
+                    f"search_space.losses[{index}]",
+                )
+            seen[key] = index
+
+
+def _check_sampled(spec: SweepSpec) -> None:
+    algorithm = spec.search.algorithm
+    if spec.search.num_samples is None:
+        raise rule_error(
+            f"{algorithm} search needs num_samples (configurations to draw)", "search.num_samples"
+        )
+    # Ray Tune refuses grid_search next to a searcher, and the sampled parameters
+    # belong to one loss: one loss entry, one data set and one variant per search.
+    dimensions = {
+        "search_space.losses": (len(spec.search_space.losses), "loss (compare losses with grid)"),
+        "task.dataset": (len(spec.task.dataset), "data set"),
+        "task.variant": (len(spec.task.variant), "variant"),
+    }
+    for path, (size, unit) in dimensions.items():
+        if size != 1:
+            raise rule_error(
+                f"{algorithm} search takes exactly one, got {size}: run one sweep per {unit}",
+                path,
+            )
+    if not spec.search_space.losses[0].varying_params():
+        raise rule_error(
+            f"{algorithm} search needs a parameter to sample (a list or a distribution); "
+            "with every value fixed, use grid",
+            "search_space.losses[0]",
+        )
+
+
+def _check_metric(spec: SweepSpec) -> None:
+    if spec.search.metric != "eval_exact_match":
+        return
+    other = [name for name in spec.task.dataset if DATASETS[name].kind != "mrc"]
+    if other:
+        raise rule_error(
+            f"eval_exact_match exists for mrc data sets only, not {other}", "search.metric"
+        )
+
+
+def _check_scheduler(spec: SweepSpec) -> None:
+    scheduler, training = spec.scheduler, spec.training
+    if scheduler.kind == "fifo" or training.eval_every_steps is not None:
+        return
+    if scheduler.grace_period >= training.epochs:
+        raise rule_error(
+            f"{scheduler.kind} with grace_period {scheduler.grace_period} can stop nothing in "
+            f"{training.epochs} epochs evaluated once each: use grace_period < epochs or fifo",
+            "scheduler.grace_period",
+        )
+
+
+def expand_losses(spec: SweepSpec) -> list[dict[str, Any]]:
+    """The grid over whole loss specs, in entry order; each point only names what it sets.
+
+    Example: ``[{"name": "tversky", "alpha": 0.3, "beta": 0.7}, ...]``.
+
+    Raises:
+        ValueError: the spec searches with random/TPE (its losses are sampled).
+    """
+    if spec.search.algorithm != "grid":
+        raise ValueError(f"{spec.search.algorithm} search samples its loss; there is no grid")
+    return [point for entry in spec.search_space.losses for point in entry.grid()]
+
+
+def _count_factors(spec: SweepSpec) -> dict[str, int]:
+    seeds = len(spec.seeds)
+    if spec.search.algorithm != "grid":
+        return {"samples": spec.search.num_samples or 1, "seeds": seeds}
+    return {
+        "losses": sum(entry.grid_size() for entry in spec.search_space.losses),
+        "datasets": len(spec.task.dataset),
+        "variants": len(spec.task.variant),
+        "seeds": seeds,
+    }
+
+
+def _count_formula(spec: SweepSpec) -> str:
+    factors = _count_factors(spec)
+    return f"{' × '.join(factors)} = {' × '.join(str(n) for n in factors.values())}"
+
+
+def trial_count(spec: SweepSpec) -> int:
+    """How many trials the sweep runs (see the module docstring for the formula)."""
+    return math.prod(_count_factors(spec).values())
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``override``: mappings merge key by key, anything else (lists
+    included) is replaced. Neither input is modified."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def apply_extends(
+    data: Mapping[str, Any], presets: Mapping[str, Mapping[str, Any]], chain: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """``data`` merged over its ``extends`` preset (itself resolved the same way).
+
+    Raises:
+        SpecError: an unknown preset (listing the valid ones) or presets extending in a cycle.
+    """
+    name = data.get("extends")
+    if name is None:
+        return dict(data)
+    if not isinstance(name, str) or name not in presets:
+        valid = ", ".join(sorted(presets))
+        raise SpecError([SpecIssue("extends", f"unknown preset {name!r}; valid: {valid}")])
+    if name in chain:
+        cycle = " -> ".join((*chain, name))
+        raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])
+    return deep_merge(apply_extends(presets[name], presets, (*chain, name)), data)
+
+
+def resolve_spec(
+    data: Mapping[str, Any],
+    presets: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    max_trials: int = DEFAULT_MAX_TRIALS,
+) -> SweepSpec:
+    """Apply ``extends`` (``presets`` defaults to the packaged ones), then validate.
+
+    Raises:
+        SpecError: every problem found, each with its field path and rule; a sweep of
+            more than ``max_trials`` trials is one.
+    """
+    if not isinstance(data, Mapping):
+        raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
+    if presets is None:
+        # Imported here: the presets module validates its files with this one.
+        from search_spaces.presets import load_presets
+
+        presets = load_presets()
+    merged = apply_extends(data, presets)
+    try:
+        return SweepSpec.model_validate(merged, context={"max_trials": max_trials})
+    except ValidationError as error:
+        raise SpecError.from_validation_error(error) from None
+
+
+def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
+    """The Ray Tune ``param_space`` whose every trial config has the contract's shape
+    (``search_spaces.sections.TrialConfig``).
+
+    Grid: ``tune.grid_search`` over the expanded losses, the seeds, and the data sets
+    and variants when there are several. Random/TPE: ``loss`` holds ``tune.uniform``,
+    ``tune.loguniform`` or ``tune.choice`` domains, and there is no ``seed``: the
+    searcher of ``search_spaces.tune_search`` sets it. ``sweep_id`` is a placeholder
+    the driver may overwrite.
+    """
+    from ray import tune  # here: the service validates specs without Ray installed
+
+    def grid(values: list[Any]) -> Any:
+        return values[0] if len(values) == 1 else tune.grid_search(values)
+
+    space: dict[str, Any] = {
+        "sweep_id": sweep_id,
+        "dataset": grid(list(spec.task.dataset)),
+        "variant": grid(list(spec.task.variant)),
+        "model": spec.model,
+    }
+    if spec.search.algorithm == "grid":
+        space["loss"] = grid(expand_losses(spec))
+        space["seed"] = grid(list(spec.seeds))
+    else:
+        space["loss"] = _sampled_loss(tune, spec.search_space.losses[0])
+    space["training"] = spec.training.model_dump()
+    return space
+
+
+def _sampled_loss(tune: Any, entry: LossEntry) -> dict[str, Any]:
+    """``{"name": ..., param: constant or Tune domain}`` for random/TPE search."""
+    loss: dict[str, Any] = {"name": entry.name}
+    for parameter, value in entry.params().items():
+        # Each value goes through the loss's model so that 2 and 2.0 reach trials alike.
+        values = [
+            canonical_loss({"name": entry.name, parameter: v})[parameter] for v in candidates(value)
+        ]
+        if isinstance(value, Uniform):
+            loss[parameter] = tune.uniform(*values)
+        elif isinstance(value, LogUniform):
+            loss[parameter] = tune.loguniform(*values)
+        elif isinstance(value, list | Choice):
+            loss[parameter] = tune.choice(values)
+        else:
+            loss[parameter] = values[0]
+    return loss

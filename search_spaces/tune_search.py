@@ -1,0 +1,175 @@
+"""The Ray Tune side of a spec: searcher, scheduler, ``TuneConfig`` arguments, resources.
+
+Imports Ray (and Optuna) at the top: import this module only where Ray is installed
+(the sweep driver); ``search_spaces.spec`` stays importable without it. Usage::
+
+    tuner = tune.Tuner(
+        tune.with_resources(train, trial_resources(spec)),
+        param_space=to_param_space(spec, sweep_id=sweep_id),
+        tune_config=tune.TuneConfig(**tune_config_kwargs(spec)),
+    )
+
+Seeds are replicates: with grid search they are a ``grid_search`` dimension of the
+``param_space``; with random/TPE search, ``SeedRepeater`` hands each configuration the
+searcher suggests to one trial per seed and reports the seeds' mean back to it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    FIFOScheduler,
+    MedianStoppingRule,
+    TrialScheduler,
+)
+from ray.tune.search import Repeater, Searcher
+from ray.tune.search.optuna import OptunaSearch
+from ray.tune.search.repeater import TRIAL_INDEX
+
+from search_spaces.spec import SweepSpec
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
+TIME_ATTR = "training_iteration"  # one per evaluation the trainable reports
+MAX_EVALUATIONS = 10_000  # ASHA's horizon when a trial evaluates every N steps
+
+
+class SeedRepeater(Repeater):
+    """Runs each suggested configuration once per seed, setting ``config["seed"]``.
+
+    The wrapped searcher sees one trial per configuration, scored by the mean of the
+    metric over the seeds (``Repeater``'s behaviour). ``num_samples`` in ``TuneConfig``
+    must be ``configurations × len(seeds)``.
+    """
+
+    def __init__(self, searcher: Searcher, seeds: Sequence[int]) -> None:
+        super().__init__(searcher, repeat=len(seeds), set_index=True)
+        self.seeds = list(seeds)
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        config = super().suggest(trial_id)
+        if not isinstance(config, dict):  # None (wait) or Searcher.FINISHED
+            return config
+        config["seed"] = self.seeds[config.pop(TRIAL_INDEX)]
+        return config
+
+
+class PerLossScheduler(FIFOScheduler):
+    """Keeps one scheduler per loss name, so a trial is compared only with trials of
+    the same loss (the losses converge at different speeds).
+
+    ``make`` builds a fresh scheduler without metric or mode; those come from
+    ``TuneConfig`` through ``set_search_properties``.
+    """
+
+    def __init__(self, make: Callable[[], TrialScheduler]) -> None:
+        super().__init__()
+        self._make = make
+        self._by_loss: dict[str, TrialScheduler] = {}
+        self._properties: tuple[str | None, str | None] = (None, None)
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        self._properties = (metric, mode)
+        self._metric = metric
+        return all(s.set_search_properties(metric, mode) for s in self._by_loss.values())
+
+    def _scheduler(self, trial: Trial) -> TrialScheduler:
+        name = str(trial.config["loss"]["name"])
+        if name not in self._by_loss:
+            scheduler = self._make()
+            scheduler.set_search_properties(*self._properties)
+            self._by_loss[name] = scheduler
+        return self._by_loss[name]
+
+    def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
+        self._scheduler(trial).on_trial_add(tune_controller, trial)
+
+    def on_trial_error(self, tune_controller: Any, trial: Trial) -> None:
+        self._scheduler(trial).on_trial_error(tune_controller, trial)
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> str:
+        return str(self._scheduler(trial).on_trial_result(tune_controller, trial, result))
+
+    def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> None:
+        self._scheduler(trial).on_trial_complete(tune_controller, trial, result)
+
+    def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
+        self._scheduler(trial).on_trial_remove(tune_controller, trial)
+
+    def debug_string(self) -> str:
+        return "\n".join(f"{name}: {s.debug_string()}" for name, s in self._by_loss.items())
+
+
+def build_search_alg(spec: SweepSpec) -> Searcher | None:
+    """``None`` for grid (Ray's own variant generator expands the grid), else an Optuna
+    searcher (random or TPE sampler) wrapped in a ``SeedRepeater``."""
+    algorithm = spec.search.algorithm
+    if algorithm == "grid":
+        return None
+    seed = spec.search.sampler_seed
+    sampler: optuna.samplers.BaseSampler = (
+        optuna.samplers.RandomSampler(seed=seed)
+        if algorithm == "random"
+        else optuna.samplers.TPESampler(seed=seed)
+    )
+    return SeedRepeater(OptunaSearch(sampler=sampler), spec.seeds)
+
+
+def build_scheduler(spec: SweepSpec) -> TrialScheduler:
+    """The trial scheduler of ``spec.scheduler``; metric and mode come from ``TuneConfig``."""
+    settings = spec.scheduler
+    make: Callable[[], TrialScheduler]
+    if settings.kind == "fifo":
+        return FIFOScheduler()
+    if settings.kind == "asha":
+        training = spec.training
+        max_t = training.epochs if training.eval_every_steps is None else MAX_EVALUATIONS
+        make = functools.partial(
+            ASHAScheduler,
+            time_attr=TIME_ATTR,
+            max_t=max_t,
+            grace_period=settings.grace_period,
+            reduction_factor=settings.reduction_factor,
+        )
+    else:
+        # Never pause for lack of samples: a paused function trial without a checkpoint
+        # would start over; it only stops once below the median.
+        make = functools.partial(
+            MedianStoppingRule,
+            time_attr=TIME_ATTR,
+            grace_period=settings.grace_period,
+            min_time_slice=MAX_EVALUATIONS,
+        )
+    # A partial, not a lambda: Tune pickles the scheduler with the experiment state.
+    return PerLossScheduler(make) if settings.per_loss else make()
+
+
+def tune_num_samples(spec: SweepSpec) -> int:
+    """``TuneConfig.num_samples``: 1 for grid (the grid holds every trial), else
+    ``num_samples × seeds`` (what ``SeedRepeater`` needs)."""
+    if spec.search.algorithm == "grid":
+        return 1
+    return (spec.search.num_samples or 1) * len(spec.seeds)
+
+
+def tune_config_kwargs(spec: SweepSpec) -> dict[str, Any]:
+    """Keyword arguments for ``ray.tune.TuneConfig``."""
+    return {
+        "metric": spec.search.metric,
+        "mode": spec.search.mode,
+        "search_alg": build_search_alg(spec),
+        "scheduler": build_scheduler(spec),
+        "num_samples": tune_num_samples(spec),
+        "max_concurrent_trials": spec.resources.max_concurrent_trials,
+    }
+
+
+def trial_resources(spec: SweepSpec) -> dict[str, float]:
+    """Resources for ``tune.with_resources``: ``{"cpu": ..., "gpu": ...}`` per trial."""
+    return {"cpu": spec.resources.cpus_per_trial, "gpu": spec.resources.gpus_per_trial}

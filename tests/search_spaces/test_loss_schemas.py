@@ -1,0 +1,88 @@
+"""The torch-free loss schemas mirror docs/LOSSES.md and the trainables' registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from search_spaces.loss_entries import PARAMETERS, LossEntry, canonical
+from search_spaces.losses import (
+    LOSS_SPECS,
+    DscSpec,
+    LossSpecError,
+    WceSpec,
+    check_parameter,
+    loss_names,
+    loss_parameters,
+    validate_loss_spec,
+)
+
+DEFAULTS = {  # docs/LOSSES.md, the table's last column
+    "ce": {},
+    "wce": {"k": 1.0},
+    "focal": {"gamma": 2.0},
+    "dice": {"smooth": 1.0, "square": True, "scope": "example"},
+    "tversky": {"alpha": 0.5, "beta": 0.5, "smooth": 1.0, "scope": "example"},
+    "dsc": {"alpha": 1.0, "smooth": 1.0, "square": False, "scope": "example"},
+}
+
+
+def test_the_six_losses_and_their_defaults() -> None:
+    assert loss_names() == ["ce", "dice", "dsc", "focal", "tversky", "wce"]
+    assert {name: loss_parameters(name) for name in loss_names()} == DEFAULTS
+
+
+def test_a_loss_entry_knows_every_parameter_of_every_loss() -> None:
+    every = {field for model in LOSS_SPECS.values() for field in model.model_fields} - {"name"}
+    assert set(PARAMETERS) == every
+    assert list(LossEntry.model_fields) == ["name", *PARAMETERS]
+
+
+def test_defaults_match_the_trainables_registry() -> None:
+    registry = pytest.importorskip("trainables.losses.registry")
+    for name in loss_names():
+        # class_counts is supplied by the trainable, never by a spec.
+        theirs = {k: v for k, v in registry.loss_parameters(name).items() if k != "class_counts"}
+        assert theirs == DEFAULTS[name], name
+
+
+def test_validate_a_whole_spec() -> None:
+    spec = validate_loss_spec({"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"})
+    assert spec == DscSpec(alpha=0.01, square=True, scope="set", smooth=1.0)
+    counted = validate_loss_spec({"name": "wce", "k": 2, "class_counts": [90, 10]})
+    assert isinstance(counted, WceSpec)
+    assert counted.class_counts == (90, 10)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"alpha": 0.1}, "a loss spec needs a 'name'; valid: ce, dice, dsc, focal, tversky, wce"),
+        ({"name": "bce"}, "unknown loss 'bce'; valid: ce, dice, dsc, focal, tversky, wce"),
+        (
+            {"name": "dsc", "beta": 0.5},
+            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, scope, smooth, square",
+        ),
+        ({"name": "tversky", "beta": 2}, "tversky.beta: Input should be less than or equal to 1"),
+        ({"name": "dice", "scope": "batch"}, "dice.scope: Input should be 'example' or 'set'"),
+        ({"name": "wce", "class_counts": [5]}, "class_counts needs one count per class (>= 2)"),
+        ({"name": "focal", "gamma": float("inf")}, "focal.gamma: Input should be a finite number"),
+    ],
+)
+def test_invalid_whole_specs(data: dict[str, object], message: str) -> None:
+    with pytest.raises(LossSpecError) as caught:
+        validate_loss_spec(data)
+    assert message in str(caught.value)
+
+
+def test_check_parameter_refuses_what_the_trainable_supplies() -> None:
+    with pytest.raises(LossSpecError, match="class_counts is computed by the trainable"):
+        check_parameter("wce", "class_counts", [3, 1])
+    check_parameter("wce", "k", 10)
+
+
+def test_canonical_rounds_binary_noise_only() -> None:
+    assert canonical(0.1 + 0.2) == 0.3
+    assert canonical(1e-5) == 1e-5
+    assert canonical(0.123456789) == 0.123456789
+    assert canonical(3) == 3
+    assert canonical("set") == "set"

@@ -1,0 +1,178 @@
+"""A spec becomes a Ray Tune param_space, searcher and scheduler of the contract's shape."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from search_spaces.presets import get_preset
+from search_spaces.spec import expand_losses, resolve_spec, to_param_space
+
+tune = pytest.importorskip("ray.tune")
+tune_search = pytest.importorskip("search_spaces.tune_search")
+sample = pytest.importorskip("ray.tune.search.sample")
+
+CONTRACT_KEYS = ["sweep_id", "dataset", "variant", "model", "loss", "seed", "training"]
+TRAINING_KEYS = {
+    "epochs",
+    "learning_rate",
+    "batch_size",
+    "max_seq_length",
+    "warmup_ratio",
+    "weight_decay",
+    "grad_clip",
+    "eval_every_steps",
+    "max_train_examples",
+    "max_eval_examples",
+    "doc_stride",
+    "bf16",
+}
+
+
+def tpe_spec(**search: Any) -> Any:
+    return resolve_spec(
+        {
+            "extends": "smoke",
+            "search_space": {
+                "losses": [
+                    {
+                        "name": "dsc",
+                        "alpha": {"loguniform": [0.001, 1]},
+                        "smooth": {"uniform": [0, 2]},
+                        "square": [True, False],
+                        "scope": "set",
+                    }
+                ]
+            },
+            "seeds": [0, 1, 2],
+            "search": {"algorithm": "tpe", "num_samples": 4, **search},
+        }
+    )
+
+
+def test_grid_param_space_of_table8() -> None:
+    spec = get_preset("table8")
+    space = to_param_space(spec, sweep_id="sweep-1")
+    assert list(space) == CONTRACT_KEYS
+    assert space["sweep_id"] == "sweep-1"
+    assert space["dataset"] == "mrpc"
+    assert space["variant"] == {"grid_search": list(spec.task.variant)}
+    assert space["model"] == "bert-base-uncased"
+    assert space["loss"] == {"grid_search": expand_losses(spec)}
+    assert space["seed"] == {"grid_search": [0, 1, 2]}
+    assert set(space["training"]) == TRAINING_KEYS
+    assert space["training"]["batch_size"] == 20
+
+
+def test_grid_over_data_sets_and_a_single_seed() -> None:
+    space = to_param_space(get_preset("table10"))
+    assert space["dataset"] == {"grid_search": ["conll2003", "squad_v1"]}
+    assert space["variant"] == "original"
+    assert space["seed"] == 0
+    assert len(space["loss"]["grid_search"]) == 9
+
+
+def test_tpe_param_space_samples_inside_the_loss_and_leaves_the_seed_out() -> None:
+    space = to_param_space(tpe_spec())
+    assert list(space) == ["sweep_id", "dataset", "variant", "model", "loss", "training"]
+    loss = space["loss"]
+    assert list(loss) == ["name", "alpha", "smooth", "square", "scope"]
+    assert (loss["name"], loss["scope"]) == ("dsc", "set")
+    assert isinstance(loss["alpha"], sample.Float)
+    assert isinstance(loss["alpha"].sampler, sample.LogUniform)
+    assert (loss["alpha"].lower, loss["alpha"].upper) == (0.001, 1.0)
+    assert isinstance(loss["smooth"].sampler, sample.Uniform)
+    assert isinstance(loss["square"], sample.Categorical)
+    assert loss["square"].categories == [True, False]
+
+
+def test_tune_config_of_a_grid() -> None:
+    kwargs = tune_search.tune_config_kwargs(get_preset("smoke"))
+    assert kwargs["metric"] == "eval_f1"
+    assert kwargs["mode"] == "max"
+    assert kwargs["search_alg"] is None
+    assert kwargs["num_samples"] == 1
+    assert kwargs["max_concurrent_trials"] == 2
+    assert type(kwargs["scheduler"]).__name__ == "FIFOScheduler"
+    tune.TuneConfig(**kwargs)
+
+
+def test_tune_config_of_a_tpe_search_repeats_each_suggestion_per_seed() -> None:
+    kwargs = tune_search.tune_config_kwargs(tpe_spec(sampler_seed=3))
+    assert kwargs["num_samples"] == 12  # 4 configurations × 3 seeds
+    searcher = kwargs["search_alg"]
+    assert isinstance(searcher, tune_search.SeedRepeater)
+    assert searcher.seeds == [0, 1, 2]
+    assert searcher.repeat == 3
+
+
+class _Fixed:
+    """A stand-in searcher handing out numbered configurations."""
+
+    metric, mode = "eval_f1", "max"
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def suggest(self, trial_id: str) -> dict[str, Any]:
+        self.count += 1
+        return {"loss": {"name": "dsc", "alpha": self.count / 10}}
+
+
+def test_seed_repeater_gives_each_suggestion_every_seed() -> None:
+    repeater = tune_search.SeedRepeater(_Fixed(), [7, 8])  # type: ignore[arg-type]
+    configs = [repeater.suggest(f"t{index}") for index in range(4)]
+    assert [(c["loss"]["alpha"], c["seed"]) for c in configs] == [
+        (0.1, 7),
+        (0.1, 8),
+        (0.2, 7),
+        (0.2, 8),
+    ]
+    assert all("__trial_index__" not in config for config in configs)
+
+
+@pytest.mark.parametrize(
+    ("kind", "per_loss", "expected"),
+    [
+        ("asha", True, "PerLossScheduler"),
+        ("asha", False, "AsyncHyperBandScheduler"),
+        ("median", False, "MedianStoppingRule"),
+    ],
+)
+def test_scheduler_kinds(kind: str, per_loss: bool, expected: str) -> None:
+    spec = resolve_spec(
+        {
+            "extends": "smoke",
+            "training": {"epochs": 3},
+            "scheduler": {"kind": kind, "per_loss": per_loss},
+        }
+    )
+    assert type(tune_search.build_scheduler(spec)).__name__ == expected
+
+
+def test_per_loss_scheduler_keeps_one_scheduler_per_loss_name() -> None:
+    spec = resolve_spec(
+        {"extends": "smoke", "training": {"epochs": 3}, "scheduler": {"kind": "asha"}}
+    )
+    scheduler = tune_search.build_scheduler(spec)
+    assert scheduler.set_search_properties("eval_f1", "max")
+    trials = [
+        SimpleNamespace(trial_id=f"t{index}", config={"loss": {"name": name}})
+        for index, name in enumerate(["ce", "dsc", "ce"])
+    ]
+    for trial in trials:
+        scheduler.on_trial_add(None, trial)
+    groups = scheduler._by_loss
+    assert sorted(groups) == ["ce", "dsc"]
+    assert sorted(groups["ce"]._trial_info) == ["t0", "t2"]
+    assert sorted(groups["dsc"]._trial_info) == ["t1"]
+    decision = scheduler.on_trial_result(
+        None, trials[1], {"training_iteration": 1, "eval_f1": 50.0}
+    )
+    assert decision == "CONTINUE"
+
+
+def test_trial_resources() -> None:
+    assert tune_search.trial_resources(get_preset("table8")) == {"cpu": 1.0, "gpu": 1.0}

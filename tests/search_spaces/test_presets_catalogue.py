@@ -1,0 +1,126 @@
+"""Every preset resolves alone, and its trial count is the one its description states."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from search_spaces.presets import (
+    PresetInfo,
+    UnknownPresetError,
+    get_preset,
+    list_presets,
+    load_presets,
+    preset_names,
+)
+from search_spaces.spec import expand_losses, resolve_spec, trial_count
+
+EXPECTED_COUNTS = {
+    "dsc_alpha": 9,
+    "focal_gamma": 15,
+    "loss_compare": 18,
+    "smoke": 2,
+    "table10": 18,
+    "table8": 60,
+    "wce_k": 12,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COUNTS))
+def test_preset_resolves_with_extends_alone(name: str) -> None:
+    spec = resolve_spec({"extends": name})
+    stated = re.search(r"\((\d+) trials\)$", spec.description)
+    assert stated is not None, spec.description
+    assert trial_count(spec) == int(stated.group(1)) == EXPECTED_COUNTS[name]
+    assert spec.name == name
+    assert spec.extends == name
+
+
+def test_list_presets() -> None:
+    assert preset_names() == sorted(EXPECTED_COUNTS)
+    infos = list_presets()
+    assert all(isinstance(info, PresetInfo) for info in infos)
+    assert {info.name: info.trial_count for info in infos} == EXPECTED_COUNTS
+
+
+def test_unknown_preset_lists_the_valid_names() -> None:
+    with pytest.raises(UnknownPresetError) as caught:
+        get_preset("table9")
+    assert str(caught.value) == f"unknown preset 'table9'; valid: {', '.join(preset_names())}"
+
+
+def test_load_presets_returns_a_fresh_copy() -> None:
+    load_presets()["smoke"]["seeds"].append(99)
+    assert load_presets()["smoke"]["seeds"] == [0]
+
+
+def test_table8_is_the_official_mrpc_recipe_over_the_five_variants() -> None:
+    spec = get_preset("table8")
+    assert spec.task.dataset == ["mrpc"]
+    assert spec.task.variant == [
+        "original",
+        "+positive",
+        "+negative",
+        "-negative",
+        "+positive&negative",
+    ]
+    assert spec.model == "bert-base-uncased"
+    training = spec.training
+    assert (training.learning_rate, training.batch_size, training.epochs) == (3e-5, 20, 5)
+    assert training.grad_clip == 1.0
+    assert [loss["name"] for loss in expand_losses(spec)] == ["ce", "focal", "dice", "dsc"]
+    assert {"name": "focal", "gamma": 2.0} in expand_losses(spec)
+    assert spec.seeds == [0, 1, 2]
+
+
+def test_table10_has_beta_one_minus_alpha_exactly() -> None:
+    points = expand_losses(get_preset("table10"))
+    assert [point["alpha"] for point in points] == [n / 10 for n in range(1, 10)]
+    for point in points:
+        assert point["name"] == "tversky"
+        assert point["alpha"] + point["beta"] == 1.0
+    assert get_preset("table10").task.dataset == ["conll2003", "squad_v1"]
+
+
+def test_sweeps_of_one_loss_parameter() -> None:
+    gammas = [point["gamma"] for point in expand_losses(get_preset("focal_gamma"))]
+    assert gammas == [0, 1, 2, 3, 4]
+    ks = [point["k"] for point in expand_losses(get_preset("wce_k"))]
+    assert ks == [1, 2, 5, 10]
+    assert min(ks) >= 1
+    alphas = [point["alpha"] for point in expand_losses(get_preset("dsc_alpha"))]
+    assert alphas == [1, 0.1, 0.01]
+    # They extend loss_compare: the same data and training.
+    base = get_preset("loss_compare")
+    for name in ("focal_gamma", "wce_k", "dsc_alpha"):
+        spec = get_preset(name)
+        assert (spec.task, spec.training, spec.seeds) == (base.task, base.training, base.seeds)
+    assert [point["name"] for point in expand_losses(base)] == [
+        "ce",
+        "wce",
+        "focal",
+        "dice",
+        "tversky",
+        "dsc",
+    ]
+
+
+def test_smoke_runs_small_and_offline() -> None:
+    spec = get_preset("smoke")
+    assert spec.model == "tiny-bert"
+    assert spec.task.dataset == ["mrpc"]
+    training = spec.training
+    assert (training.max_train_examples, training.max_eval_examples) == (64, 32)
+    assert (training.max_seq_length, training.epochs, training.batch_size) == (32, 1, 16)
+    assert [point["name"] for point in expand_losses(spec)] == ["ce", "dsc"]
+    assert spec.seeds == [0]
+    resources = spec.resources
+    assert (resources.cpus_per_trial, resources.gpus_per_trial) == (1, 0)
+    assert resources.max_concurrent_trials == 2
+
+
+def test_a_user_overrides_a_preset() -> None:
+    spec = resolve_spec({"extends": "table8", "seeds": [0], "task": {"variant": "original"}})
+    assert trial_count(spec) == 4
+    assert spec.model == "bert-base-uncased"

@@ -1,0 +1,254 @@
+"""Tables over trial rows, checked against values worked out by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from search_spaces.reports import (
+    loss_label,
+    paired_test,
+    pivot_table,
+    row_from_trial,
+    to_csv,
+    to_json,
+    to_latex,
+    to_markdown,
+    to_png,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# eval_f1 per (loss, variant) over seeds 0, 1, 2, with mean and std (n - 1):
+#   ce, original:                [80, 82, 84]  82, 2
+#   ce, +positive&negative:      [70, 71, 72]  71, 1
+#   dsc, original:               [81, 84, 84]  83, √3   delta +1
+#   dsc, +positive&negative:     [75, 75, 78]  76, √3   delta +5
+#   focal, original:             [79]          79, NaN  delta -3  (no +positive&negative)
+F1 = {
+    ("ce", "original"): [80, 82, 84],
+    ("ce", "+positive&negative"): [70, 71, 72],
+    ("dsc(alpha=0.1)", "original"): [81, 84, 84],
+    ("dsc(alpha=0.1)", "+positive&negative"): [75, 75, 78],
+    ("focal(gamma=2)", "original"): [79],
+}
+
+
+@pytest.fixture
+def rows() -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"loss": loss, "variant": variant, "seed": seed, "eval_f1": float(value)}
+            for (loss, variant), values in F1.items()
+            for seed, value in enumerate(values)
+        ]
+    )
+
+
+@pytest.fixture
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    return pivot_table(rows, "loss", "variant")
+
+
+def test_pivot_means_stds_counts_and_deltas(table: pd.DataFrame) -> None:
+    assert list(table.index) == ["ce", "dsc(alpha=0.1)", "focal(gamma=2)"]
+    assert list(dict.fromkeys(table.columns.get_level_values(0))) == [
+        "original",
+        "+positive&negative",
+    ]
+    original = table["original"]
+    assert original.loc["ce"].tolist()[:3] == [82.0, 2.0, 3]
+    assert math.isnan(original.at["ce", "delta"])
+    assert original.at["dsc(alpha=0.1)", "mean"] == 83.0
+    assert original.at["dsc(alpha=0.1)", "std"] == pytest.approx(math.sqrt(3))
+    assert original.at["dsc(alpha=0.1)", "delta"] == 1.0
+    assert original.at["focal(gamma=2)", "delta"] == -3.0
+    assert math.isnan(original.at["focal(gamma=2)", "std"])
+    both = table["+positive&negative"]
+    assert (both.at["dsc(alpha=0.1)", "mean"], both.at["dsc(alpha=0.1)", "delta"]) == (76.0, 5.0)
+    assert math.isnan(both.at["focal(gamma=2)", "mean"])
+    assert table.attrs == {
+        "metric": "eval_f1",
+        "rows_key": "loss",
+        "cols_key": "variant",
+        "baseline": "ce",
+    }
+
+
+def test_failed_trials_are_left_out(rows: pd.DataFrame) -> None:
+    failed = pd.DataFrame([{"loss": "ce", "variant": "original", "seed": 3, "eval_f1": None}])
+    table = pivot_table(pd.concat([rows, failed]), "loss", "variant")
+    assert table.at["ce", ("original", "count")] == 3
+
+
+def test_pivot_without_a_baseline_and_with_a_missing_one(rows: pd.DataFrame) -> None:
+    table = pivot_table(rows, "loss", "variant", baseline=None)
+    assert table.xs("delta", axis=1, level="stat").isna().all().all()
+    with pytest.raises(ValueError, match="baseline 'wce' is not a loss"):
+        pivot_table(rows, "loss", "variant", baseline="wce")
+    with pytest.raises(ValueError, match=r"rows lack column\(s\) \['dataset'\]"):
+        pivot_table(rows, "loss", "dataset")
+
+
+def test_table10_layout_sorts_the_parameter_numerically() -> None:
+    rows = pd.DataFrame(
+        [
+            {"param_alpha": alpha, "dataset": dataset, "seed": 0, "eval_f1": 80 + 10 * alpha}
+            for alpha in (0.9, 0.1, 0.5)
+            for dataset in ("squad_v1", "conll2003")
+        ]
+    )
+    table = pivot_table(rows, "param_alpha", "dataset", baseline=None)
+    assert list(table.index) == [0.1, 0.5, 0.9]
+    assert list(dict.fromkeys(table.columns.get_level_values(0))) == ["conll2003", "squad_v1"]
+    assert table.at[0.5, ("squad_v1", "mean")] == 85.0
+
+
+def test_markdown(table: pd.DataFrame) -> None:
+    text = to_markdown(table)
+    lines = text.splitlines()
+    assert lines[0].split("|")[1:4] == [
+        " loss           ",
+        " original             ",
+        " +positive&negative   ",
+    ]
+    assert "| ce             | 82.00 ± 2.00 " in text
+    assert "83.00 ± 1.73 (+1.00)" in text
+    assert "76.00 ± 1.73 (+5.00)" in text
+    assert "| focal(gamma=2) | 79.00 (-3.00)" in text
+
+
+def test_csv_parses_back(table: pd.DataFrame) -> None:
+    parsed = pd.read_csv(io.StringIO(to_csv(table)))
+    assert list(parsed.columns) == ["loss", "variant", "mean", "std", "count", "delta"]
+    dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
+    assert dsc[["mean", "count", "delta"]].iloc[0].tolist() == [83.0, 3.0, 1.0]
+    assert len(parsed) == 6
+
+
+def test_latex_is_booktabs(table: pd.DataFrame) -> None:
+    text = to_latex(table)
+    assert text.startswith("\\begin{tabular}{lrr}\n\\toprule\n")
+    assert "loss & original & +positive\\&negative \\\\" in text
+    assert "\\midrule" in text
+    assert "dsc(alpha=0.1) & 83.00 $\\pm$ 1.73 (+1.00) & 76.00 $\\pm$ 1.73 (+5.00) \\\\" in text
+    assert text.endswith("\\bottomrule\n\\end{tabular}\n")
+
+
+def test_json_round_trips(table: pd.DataFrame) -> None:
+    payload = json.loads(to_json(table))
+    assert json.loads(json.dumps(payload)) == payload
+    assert payload["rows"] == ["ce", "dsc(alpha=0.1)", "focal(gamma=2)"]
+    assert payload["columns"] == ["original", "+positive&negative"]
+    assert payload["baseline"] == "ce"
+    cells = {(cell["row"], cell["column"]): cell for cell in payload["cells"]}
+    assert cells[("ce", "original")] == {
+        "row": "ce",
+        "column": "original",
+        "mean": 82.0,
+        "std": 2.0,
+        "count": 3,
+        "delta": None,
+    }
+    assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
+
+
+@pytest.mark.parametrize("kind", ["heatmap", "line"])
+def test_png(table: pd.DataFrame, kind: str, tmp_path: Path) -> None:
+    target = tmp_path / f"{kind}.png"
+    png = to_png(table, target, kind=kind)  # type: ignore[arg-type]
+    assert png.startswith(PNG_SIGNATURE)
+    assert target.read_bytes() == png
+
+
+def test_png_of_a_parameter_sweep() -> None:
+    rows = pd.DataFrame(
+        [
+            {
+                "param_alpha": alpha,
+                "dataset": "conll2003",
+                "seed": seed,
+                "eval_f1": 80 + alpha + seed,
+            }
+            for alpha in (0.1, 0.5)
+            for seed in (0, 1)
+        ]
+    )
+    png = to_png(pivot_table(rows, "param_alpha", "dataset", baseline=None), kind="line")
+    assert png.startswith(PNG_SIGNATURE)
+
+
+def test_png_refuses_an_unknown_kind(table: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match="unknown plot kind 'pie'; valid: heatmap, line"):
+        to_png(table, kind="pie")  # type: ignore[arg-type]
+
+
+def test_paired_test_against_hand_computed_t(rows: pd.DataFrame) -> None:
+    result = paired_test(rows, "loss", "variant").set_index(["loss", "variant"])
+    # dsc - ce on original, by seed: 1, 2, 0: mean 1, sd 1, t = 1 / (1 / √3) = √3.
+    line = result.loc[("dsc(alpha=0.1)", "original")]
+    assert line["n_pairs"] == 3
+    assert line["mean_diff"] == 1.0
+    assert line["t_statistic"] == pytest.approx(math.sqrt(3))
+    assert line["p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(3), df=2))
+    # +positive&negative: 5, 4, 6: mean 5, sd 1, t = 5√3.
+    line = result.loc[("dsc(alpha=0.1)", "+positive&negative")]
+    assert line["t_statistic"] == pytest.approx(5 * math.sqrt(3))
+    # focal has one seed on original and none on the other column: no test.
+    assert result.loc[("focal(gamma=2)", "original"), "n_pairs"] == 1
+    assert math.isnan(result.loc[("focal(gamma=2)", "original"), "p_value"])
+    assert result.loc[("focal(gamma=2)", "+positive&negative"), "n_pairs"] == 0
+    assert ("ce", "original") not in result.index
+
+
+def test_paired_test_pairs_by_seed(rows: pd.DataFrame) -> None:
+    shuffled = rows.sample(frac=1.0, random_state=0)
+    pd.testing.assert_frame_equal(
+        paired_test(shuffled, "loss", "variant"), paired_test(rows, "loss", "variant")
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "label"),
+    [
+        ({"name": "ce"}, "ce"),
+        ({"name": "focal", "gamma": 2.0}, "focal(gamma=2)"),
+        ({"name": "tversky", "beta": 0.7, "alpha": 0.3}, "tversky(alpha=0.3,beta=0.7)"),
+        (
+            {"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"},
+            "dsc(alpha=0.01,scope=set,square=true)",
+        ),
+        ({"name": "wce", "k": 1.0, "class_counts": [9, 1]}, "wce(k=1)"),
+    ],
+)
+def test_loss_label(spec: dict[str, object], label: str) -> None:
+    assert loss_label(spec) == label
+
+
+def test_row_from_trial() -> None:
+    config = {
+        "sweep_id": "s",
+        "dataset": "mrpc",
+        "variant": "+positive",
+        "model": "tiny-bert",
+        "loss": {"name": "dsc", "alpha": 0.1},
+        "seed": 2,
+        "training": {},
+    }
+    metrics = {"eval_f1": 81.5, "eval_accuracy": 77.0, "time_total_s": 3.0}
+    assert row_from_trial(config, metrics) == {
+        "loss": "dsc(alpha=0.1)",
+        "loss_name": "dsc",
+        "param_alpha": 0.1,
+        "dataset": "mrpc",
+        "variant": "+positive",
+        "seed": 2,
+        "eval_f1": 81.5,
+        "eval_accuracy": 77.0,
+    }

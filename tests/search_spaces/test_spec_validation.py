@@ -1,0 +1,365 @@
+"""A sweep spec is refused at the boundary with the field path and the rule."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from search_spaces.spec import (
+    SpecError,
+    SweepSpec,
+    deep_merge,
+    expand_losses,
+    resolve_spec,
+    trial_count,
+)
+
+
+def make_spec(**overrides: Any) -> dict[str, Any]:
+    """A small valid grid spec over MRPC, updated by ``overrides`` (deep-merged)."""
+    base = {
+        "name": "probe",
+        "task": {"dataset": "mrpc"},
+        "search_space": {"losses": [{"name": "ce"}, {"name": "dsc", "alpha": 0.1}]},
+        "seeds": [0, 1],
+    }
+    return deep_merge(base, overrides)
+
+
+def losses(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"losses": list(entries)}
+
+
+def issue_for(data: dict[str, Any], **kwargs: Any) -> tuple[str, str]:
+    with pytest.raises(SpecError) as caught:
+        resolve_spec(data, presets={}, **kwargs)
+    first = caught.value.issues[0]
+    assert str(first) in str(caught.value)
+    return first.path, first.message
+
+
+INVALID = {
+    "unknown loss": (
+        {"search_space": losses({"name": "bce"})},
+        "search_space.losses[0].name",
+        "unknown loss 'bce'; valid: ce, dice, dsc, focal, tversky, wce",
+    ),
+    "parameter of another loss": (
+        {"search_space": losses({"name": "ce"}, {"name": "dsc", "gamma": 2})},
+        "search_space.losses[1].gamma",
+        "loss 'dsc' has no parameter 'gamma'; valid: alpha, scope, smooth, square",
+    ),
+    "parameter of no loss": (
+        {"search_space": losses({"name": "dsc", "temperature": 2})},
+        "search_space.losses[0].temperature",
+        "Extra inputs are not permitted",
+    ),
+    "alpha out of range": (
+        {"search_space": losses({"name": "ce"}, {"name": "focal"}, {"name": "dsc", "alpha": 1.5})},
+        "search_space.losses[2].alpha",
+        "alpha=1.5 is invalid for dsc: Input should be less than or equal to 1",
+    ),
+    "alpha out of range in a list": (
+        {"search_space": losses({"name": "tversky", "alpha": [0.5, -0.1]})},
+        "search_space.losses[0].alpha",
+        "alpha=-0.1 is invalid for tversky: Input should be greater than or equal to 0",
+    ),
+    "boolean for a number": (
+        {"search_space": losses({"name": "focal", "gamma": True})},
+        "search_space.losses[0].gamma",
+        "Input should be a valid number",
+    ),
+    "wce k not positive": (
+        {"search_space": losses({"name": "wce", "k": 0})},
+        "search_space.losses[0].k",
+        "k=0 is invalid for wce: Input should be greater than 0",
+    ),
+    "class counts in a spec": (
+        {"search_space": losses({"name": "wce", "class_counts": [10, 2]})},
+        "search_space.losses[0].class_counts",
+        "computed by the trainable from the training data",
+    ),
+    "empty list of values": (
+        {"search_space": losses({"name": "dsc", "alpha": []})},
+        "search_space.losses[0].alpha",
+        "a list of values must not be empty",
+    ),
+    "malformed distribution": (
+        {"search_space": losses({"name": "dsc", "alpha": {"normal": [0, 1]}})},
+        "search_space.losses[0].alpha",
+        'a parameter value is a scalar, a list of values, {"uniform": [lo, hi]}',
+    ),
+    "uniform bounds reversed": (
+        {"search_space": losses({"name": "dsc", "alpha": {"uniform": [0.5, 0.1]}})},
+        "search_space.losses[0].alpha.uniform",
+        "uniform needs lo < hi",
+    ),
+    "grid with a distribution": (
+        {"search_space": losses({"name": "ce"}, {"name": "dsc", "alpha": {"uniform": [0, 1]}})},
+        "search_space.losses[1].alpha",
+        "distributions need search.algorithm random or tpe",
+    ),
+    "empty grid": (
+        {"search_space": {"losses": []}},
+        "search_space.losses",
+        "at least one loss is needed: an empty grid runs nothing",
+    ),
+    "repeated loss": (
+        {"search_space": losses({"name": "dsc"}, {"name": "dsc", "alpha": 1.0})},
+        "search_space.losses[1]",
+        "repeats the loss",
+    ),
+    "unknown dataset": (
+        {"task": {"dataset": ["mrpc", "imdb"]}},
+        "task.dataset",
+        "unknown dataset 'imdb'; valid: conll2003, mrpc, qqp, squad_v1, ud_en_ewt, ud_zh_gsd",
+    ),
+    "variant on a non-binary data set": (
+        {"task": {"dataset": "conll2003", "variant": ["original", "+positive"]}},
+        "task.variant",
+        "the Table 8 variants apply to binary data sets only",
+    ),
+    "unknown variant": (
+        {"task": {"variant": ["original", "+neutral"]}},
+        "task.variant[1]",
+        "Input should be 'original', '+positive', '+negative', '-negative'",
+    ),
+    "kind against the catalogue": (
+        {"task": {"dataset": "conll2003", "kind": "pos"}},
+        "task.kind",
+        "conll2003 is a 'ner' data set, not 'pos'",
+    ),
+    "unknown top-level key": ({"sweeps": 3}, "sweeps", "Extra inputs are not permitted"),
+    "max_seq_length too short": (
+        {"training": {"max_seq_length": 4}},
+        "training.max_seq_length",
+        "Input should be greater than or equal to 8",
+    ),
+    "warmup ratio of one": (
+        {"training": {"warmup_ratio": 1.0}},
+        "training.warmup_ratio",
+        "Input should be less than 1",
+    ),
+    "learning rate zero": (
+        {"training": {"learning_rate": 0}},
+        "training.learning_rate",
+        "Input should be greater than 0",
+    ),
+    "bf16 not a flag": (
+        {"training": {"bf16": "yes"}},
+        "training.bf16",
+        "must be true, false or 'auto'",
+    ),
+    "training loss as the metric": (
+        {"search": {"metric": "train_loss"}},
+        "search.metric",
+        "the training loss differs between losses",
+    ),
+    "exact match outside mrc": (
+        {"search": {"metric": "eval_exact_match"}},
+        "search.metric",
+        "eval_exact_match exists for mrc data sets only",
+    ),
+    "grid with num_samples": (
+        {"search": {"num_samples": 4}},
+        "search.num_samples",
+        "grid search runs each grid point once per seed",
+    ),
+    "tpe without num_samples": (
+        {"search": {"algorithm": "tpe"}},
+        "search.num_samples",
+        "tpe search needs num_samples",
+    ),
+    "tpe over two loss entries": (
+        {"search": {"algorithm": "tpe", "num_samples": 4}},
+        "search_space.losses",
+        "tpe search takes exactly one, got 2",
+    ),
+    "random over two data sets": (
+        {
+            "task": {"dataset": ["mrpc", "qqp"]},
+            "search_space": losses({"name": "dsc", "alpha": {"loguniform": [0.01, 1]}}),
+            "search": {"algorithm": "random", "num_samples": 4},
+        },
+        "task.dataset",
+        "random search takes exactly one, got 2",
+    ),
+    "tpe with nothing to sample": (
+        {
+            "search_space": losses({"name": "dsc", "alpha": 0.1}),
+            "search": {"algorithm": "tpe", "num_samples": 4},
+        },
+        "search_space.losses[0]",
+        "tpe search needs a parameter to sample",
+    ),
+    "repeated seeds": ({"seeds": [0, 1, 1]}, "seeds", "seeds repeat: [0, 1, 1]"),
+    "negative seed": ({"seeds": [-1]}, "seeds", "seeds must lie in [0, 4294967295]"),
+    "no seeds": ({"seeds": []}, "seeds", "at least one seed is needed"),
+    "too many gpus": (
+        {"resources": {"gpus_per_trial": 9}},
+        "resources.gpus_per_trial",
+        "Input should be less than or equal to 8",
+    ),
+    "fractional gpus above one": (
+        {"resources": {"gpus_per_trial": 1.5}},
+        "resources.gpus_per_trial",
+        "above 1 a resource must be a whole number, got 1.5",
+    ),
+    "no cpus": (
+        {"resources": {"cpus_per_trial": 0}},
+        "resources.cpus_per_trial",
+        "Input should be greater than 0",
+    ),
+    "no concurrency": (
+        {"resources": {"max_concurrent_trials": 0}},
+        "resources.max_concurrent_trials",
+        "Input should be greater than or equal to 1",
+    ),
+    "grace period past the last evaluation": (
+        {"scheduler": {"kind": "asha", "grace_period": 3}, "training": {"epochs": 3}},
+        "scheduler.grace_period",
+        "asha with grace_period 3 can stop nothing in 3 epochs",
+    ),
+    "bad name": ({"name": "my sweep!"}, "name", "String should match pattern"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_spec_names_the_field_and_the_rule(case: str) -> None:
+    overrides, expected_path, rule = INVALID[case]
+    path, message = issue_for(make_spec(**overrides))
+    assert path == expected_path
+    assert rule in message
+
+
+def test_more_trials_than_the_cap_names_the_count_and_the_cap() -> None:
+    data = make_spec(
+        search_space=losses({"name": "dsc", "alpha": [1, 0.5, 0.1, 0.05, 0.01]}), seeds=[0, 1]
+    )
+    assert trial_count(resolve_spec(data, presets={})) == 10
+    path, message = issue_for(data, max_trials=8)
+    assert path == ""
+    assert "10 trials (losses × datasets × variants × seeds = 5 × 1 × 1 × 2)" in message
+    assert "exceed the cap of 8" in message
+
+
+def test_default_cap_is_a_thousand() -> None:
+    data = make_spec(seeds=list(range(501)))  # 2 losses × 501 seeds = 1002
+    _, message = issue_for(data)
+    assert "1002 trials" in message
+    assert "cap of 1000" in message
+
+
+def test_every_field_error_is_reported_at_once() -> None:
+    data = make_spec(task={"dataset": "imdb"}, training={"epochs": 0}, bogus=1)
+    with pytest.raises(SpecError) as caught:
+        resolve_spec(data, presets={})
+    assert {issue.path for issue in caught.value.issues} == {
+        "task.dataset",
+        "training.epochs",
+        "bogus",
+    }
+
+
+def test_a_spec_that_is_not_a_mapping_is_refused() -> None:
+    with pytest.raises(SpecError, match="a sweep spec is a mapping, got list"):
+        resolve_spec([], presets={})  # type: ignore[arg-type]
+
+
+def test_extends_deep_merges_and_lists_replace() -> None:
+    presets = {
+        "base": make_spec(training={"epochs": 5, "batch_size": 20}, seeds=[0, 1, 2]),
+    }
+    spec = resolve_spec(
+        {"extends": "base", "training": {"epochs": 2}, "seeds": [7]}, presets=presets
+    )
+    assert spec.extends == "base"
+    assert (spec.training.epochs, spec.training.batch_size) == (2, 20)
+    assert spec.seeds == [7]
+    assert [entry.name for entry in spec.search_space.losses] == ["ce", "dsc"]
+
+
+def test_extends_an_unknown_preset_lists_the_valid_ones() -> None:
+    with pytest.raises(SpecError) as caught:
+        resolve_spec({"extends": "table9"}, presets={"table8": {}, "smoke": {}})
+    assert caught.value.issues[0].path == "extends"
+    assert caught.value.issues[0].message == "unknown preset 'table9'; valid: smoke, table8"
+
+
+def test_presets_extending_in_a_cycle_are_refused() -> None:
+    presets = {"a": {"extends": "b"}, "b": {"extends": "a"}}
+    with pytest.raises(SpecError, match="in a cycle: a -> b -> a"):
+        resolve_spec({"extends": "a"}, presets=presets)
+
+
+def test_deep_merge_leaves_its_inputs_alone() -> None:
+    base = {"training": {"epochs": 3}, "seeds": [0, 1]}
+    snapshot = copy.deepcopy(base)
+    assert deep_merge(base, {"training": {"batch_size": 8}, "seeds": [5]}) == {
+        "training": {"epochs": 3, "batch_size": 8},
+        "seeds": [5],
+    }
+    assert base == snapshot
+
+
+def test_a_dump_validates_back_to_the_same_spec() -> None:
+    data = make_spec(
+        search_space=losses(
+            {"name": "dsc", "alpha": {"loguniform": [0.001, 1]}, "square": [True, False]}
+        ),
+        search={"algorithm": "tpe", "num_samples": 3},
+    )
+    spec = resolve_spec(data, presets={})
+    dumped = spec.model_dump(mode="json")
+    assert dumped["search_space"]["losses"] == [
+        {"name": "dsc", "alpha": {"loguniform": [0.001, 1.0]}, "square": [True, False]}
+    ]
+    assert SweepSpec.model_validate(dumped) == spec
+
+
+def test_trial_count_of_a_grid_multiplies_every_dimension() -> None:
+    data = make_spec(
+        task={"dataset": "mrpc", "variant": ["original", "+positive", "-negative"]},
+        search_space=losses(
+            {"name": "ce"}, {"name": "tversky", "alpha": [0.3, 0.5], "smooth": [1, 0.1]}
+        ),
+        seeds=[0, 1],
+    )
+    # (1 + 2 × 2) losses × 1 data set × 3 variants × 2 seeds
+    assert trial_count(resolve_spec(data, presets={})) == 30
+
+
+def test_trial_count_of_a_search_is_samples_times_seeds() -> None:
+    data = make_spec(
+        search_space=losses({"name": "focal", "gamma": {"uniform": [0, 4]}}),
+        search={"algorithm": "random", "num_samples": 5},
+        seeds=[0, 1, 2],
+    )
+    assert trial_count(resolve_spec(data, presets={})) == 15
+
+
+def test_expand_losses_is_canonical() -> None:
+    data = make_spec(
+        search_space=losses(
+            {"name": "ce"},
+            {"name": "tversky", "alpha": [0.1 + 0.2, 0.5], "beta": 0.7},
+            {"name": "wce", "k": 2},
+        )
+    )
+    assert expand_losses(resolve_spec(data, presets={})) == [
+        {"name": "ce"},
+        {"name": "tversky", "alpha": 0.3, "beta": 0.7},
+        {"name": "tversky", "alpha": 0.5, "beta": 0.7},
+        {"name": "wce", "k": 2.0},
+    ]
+
+
+def test_expand_losses_refuses_a_sampled_search() -> None:
+    data = make_spec(
+        search_space=losses({"name": "focal", "gamma": {"uniform": [0, 4]}}),
+        search={"algorithm": "tpe", "num_samples": 5},
+    )
+    with pytest.raises(ValueError, match="tpe search samples its loss"):
+        expand_losses(resolve_spec(data, presets={}))
