@@ -167,8 +167,19 @@ class ResourcesSpec(Section):
         return value
 
 
+class TrackingLink(Section):
+    """Where a trial logs: the sweep's MLflow store, experiment and parent run."""
+
+    tracking_uri: str = Field(min_length=1)
+    experiment_id: str = Field(min_length=1)
+    parent_run_id: str = Field(min_length=1)
+
+
 class TrialConfig(Section):
-    """The config each Ray Tune trial receives: one data set, variant, loss and seed."""
+    """The config each Ray Tune trial receives: one data set, variant, loss and seed.
+
+    ``tracking`` is set by the sweep driver; a trial run alone logs nowhere.
+    """
 
     sweep_id: str
     dataset: str
@@ -177,6 +188,7 @@ class TrialConfig(Section):
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
+    tracking: TrackingLink | None = None
 
     @field_validator("dataset")
     @classmethod

@@ -88,7 +88,21 @@ def train(config: dict[str, Any]) -> None:
     # trial on the node spin-wait on the others (10-100x slower steps).
     cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
     torch.set_num_threads(max(1, int(cpus)))
-    run_trial(config, RayTuneReporter())
+    link = parse_config(config).tracking
+    if link is None:
+        run_trial(config, RayTuneReporter())
+        return
+    from ray import tune
+
+    from trainables.tracking import TrackedReporter, TrialRun
+
+    run = TrialRun(link, parse_config(config), tune.get_context().get_trial_id())
+    try:
+        run_trial(config, TrackedReporter(RayTuneReporter(), run))
+    except BaseException:
+        run.finish("FAILED")
+        raise
+    run.finish("FINISHED")
 
 
 class TerminalReporter:

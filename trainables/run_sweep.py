@@ -1,0 +1,227 @@
+"""The sweep driver: one spec, one Ray Tune ``Tuner``, one MLflow parent run.
+
+    python -m trainables.run_sweep SPEC.yaml [--sweep-id ID]
+    python -m trainables.run_sweep --preset smoke
+
+Runs on the Ray cluster at ``DICESWEEP_RAY_ADDRESS`` (a local head when unset),
+logs to ``DICESWEEP_MLFLOW_TRACKING_URI``, and keeps Tune's experiment state in
+``DICESWEEP_STORAGE_PATH/<sweep id>``. Run again with the same sweep id to resume:
+finished trials are not rerun. The table is printed at the end and attached,
+with the other report formats and a plot, to the parent run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from mlflow.entities import Param, RunStatus
+from mlflow.tracking import MlflowClient
+from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
+
+from search_spaces.errors import SpecError
+from search_spaces.presets import load_presets
+from search_spaces.reports import paired_test, pivot_table, row_from_trial, to_markdown
+from search_spaces.sections import TrackingLink
+from search_spaces.settings import DicesweepSettings
+from search_spaces.spec import SweepSpec, resolve_spec, to_param_space, trial_count
+from trainables.sweep_progress import SweepProgress
+from trainables.sweep_report import default_layout, write_reports
+from trainables.tracking import ROLE_TAG, SWEEP_TAG, find_run
+
+EXPERIMENT = "dicesweep"
+# Ray Tune's classic console output, silenced by verbose=0: the progress line
+# of SweepProgress replaces it.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+
+
+def read_spec_file(path: str) -> dict[str, Any]:
+    """A YAML or JSON spec from a file, or from standard input for ``-``."""
+    text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise SystemExit(f"{path}: a sweep spec must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def new_sweep_id(spec: SweepSpec) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{spec.name or 'sweep'}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def experiment_id(client: MlflowClient, settings: DicesweepSettings) -> str:
+    """The ``dicesweep`` experiment, created with an artifact folder under the home."""
+    found = client.get_experiment_by_name(EXPERIMENT)
+    if found is not None:
+        return str(found.experiment_id)
+    location = None
+    if str(settings.mlflow_tracking_uri).startswith("sqlite:"):
+        settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
+        location = settings.mlflow_artifact_root.as_uri()
+    return str(client.create_experiment(EXPERIMENT, artifact_location=location))
+
+
+def parent_run(
+    client: MlflowClient, experiment: str, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
+) -> str:
+    """The sweep's parent run: found by its tags on a resume, else created with the spec."""
+    tags = {SWEEP_TAG: sweep_id, ROLE_TAG: "sweep"}
+    existing = find_run(client, experiment, tags)
+    if existing is not None:
+        client.update_run(existing, status=RunStatus.to_string(RunStatus.RUNNING))
+        return existing
+    run = client.create_run(experiment, tags={**tags, MLFLOW_RUN_NAME: sweep_id})
+    params = {
+        "preset": spec.extends or "",
+        "trials": trial_count(spec),
+        "model": spec.model,
+        "datasets": ",".join(spec.task.dataset),
+        "variants": ",".join(spec.task.variant),
+        "seeds": ",".join(map(str, spec.seeds)),
+        "search": spec.search.algorithm,
+        "scheduler": spec.scheduler.kind,
+        "metric": spec.search.metric,
+    }
+    client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in params.items()])
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+        resolved = spec.model_dump(mode="json", exclude_none=True)
+        (Path(folder) / "resolved_spec.json").write_text(json.dumps(resolved, indent=2))
+        client.log_artifacts(run.info.run_id, folder)
+    return str(run.info.run_id)
+
+
+def build_tuner(spec: SweepSpec, sweep_id: str, link: TrackingLink, storage: Path) -> Any:
+    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists."""
+    from ray import tune
+
+    from search_spaces.tune_search import trial_resources, tune_config_kwargs
+    from trainables.train import train
+
+    trainable = tune.with_resources(train, trial_resources(spec))
+    path = storage / sweep_id
+    if tune.Tuner.can_restore(str(path)):
+        print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
+        return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
+    param_space = to_param_space(spec, sweep_id=sweep_id)
+    param_space["tracking"] = link.model_dump()
+    run_config = tune.RunConfig(
+        name=sweep_id,
+        storage_path=str(storage),
+        failure_config=tune.FailureConfig(max_failures=spec.max_failures),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+        callbacks=[SweepProgress(spec.search.metric, trial_count(spec))],
+        verbose=0,
+    )
+    return tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune.TuneConfig(**tune_config_kwargs(spec)),
+        run_config=run_config,
+    )
+
+
+def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
+    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings."""
+    import ray
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
+    env.setdefault("DICESWEEP_HOME", str(settings.home))
+    # Trials' own output (progress bars, checkpoint notices) stays in their logs;
+    # the driver shows the sweep's progress line and the failures.
+    options: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False}
+    if settings.ray_address:
+        ray.init(address=settings.ray_address, **options)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
+
+
+def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
+    """One row per trial that reported, and the number of trials that failed."""
+    rows, failed = [], 0
+    for result in results:
+        failed += result.error is not None
+        if result.metrics and "eval_f1" in result.metrics:
+            rows.append(row_from_trial(result.config, result.metrics))
+    return pd.DataFrame(rows), failed
+
+
+def close_trial_runs(client: MlflowClient, experiment: str, sweep_id: str, results: Any) -> None:
+    """Trials stopped early by a scheduler never return: mark their runs finished."""
+    from trainables.tracking import TRIAL_TAG
+
+    for result in results:
+        trial_id = result.metrics.get("trial_id") if result.metrics else None
+        if not trial_id:
+            continue
+        run_id = find_run(client, experiment, {SWEEP_TAG: sweep_id, TRIAL_TAG: trial_id})
+        if run_id and client.get_run(run_id).info.status == "RUNNING":
+            client.set_terminated(run_id, "FAILED" if result.error else "FINISHED")
+
+
+def run(
+    raw: dict[str, Any], sweep_id: str | None, settings: DicesweepSettings, num_cpus: int | None
+) -> int:
+    """Run (or resume) a sweep; returns the process exit code."""
+    spec = resolve_spec(raw, load_presets(), max_trials=settings.max_trials)
+    sweep_id = sweep_id or new_sweep_id(spec)
+    print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
+    client = MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri))
+    experiment = experiment_id(client, settings)
+    parent = parent_run(client, experiment, sweep_id, spec, raw)
+    link = TrackingLink(
+        tracking_uri=str(settings.mlflow_tracking_uri),
+        experiment_id=experiment,
+        parent_run_id=parent,
+    )
+    start_ray(settings, num_cpus)
+    assert settings.storage_path is not None
+    results = build_tuner(spec, sweep_id, link, settings.storage_path).fit()
+    close_trial_runs(client, experiment, sweep_id, results)
+    rows, failed = collect_rows(results)
+    for result in results:
+        if result.error is not None:
+            print(f"trial failed ({result.path}): {result.error}", file=sys.stderr)
+    if not rows.empty:
+        rows_key, cols_key = default_layout(spec)
+        table = pivot_table(rows, rows_key, cols_key, metric=spec.search.metric)
+        tests = paired_test(rows, rows_key, cols_key, spec.search.metric)
+        write_reports(client, parent, rows, table, tests)
+        print(to_markdown(table))
+    status = "FAILED" if failed == len(results) else "FINISHED"
+    client.set_tag(parent, "dicesweep.failed_trials", str(failed))
+    client.set_terminated(parent, status)
+    print(f"sweep {sweep_id}: {len(results) - failed} done, {failed} failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m trainables.run_sweep", description=__doc__)
+    parser.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
+    parser.add_argument("--preset", help="run a preset: the same as {extends: NAME}")
+    parser.add_argument("--sweep-id", help="resume (or name) this sweep")
+    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray head")
+    args = parser.parse_args(argv)
+    if bool(args.spec) == bool(args.preset):
+        parser.error("give a spec file or --preset, not both")
+    raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
+    try:
+        code = run(raw, args.sweep_id, DicesweepSettings(), args.num_cpus)
+    except SpecError as error:
+        print(f"invalid sweep spec:\n{error}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
