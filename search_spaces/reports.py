@@ -33,6 +33,7 @@ from search_spaces.report_formats import (
 __all__ = [
     "METRICS",
     "STATS",
+    "infer_layout",
     "loss_label",
     "ordered",
     "paired_test",
@@ -82,6 +83,27 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
         "seed": config["seed"],
         **{name: metrics[name] for name in METRICS if name in metrics},
     }
+
+
+def infer_layout(rows: pd.DataFrame) -> tuple[str, str, str | None]:
+    """The paper's layout for these trials: (rows key, columns key, baseline).
+
+    Several variants: Table 8 (loss x variant). One loss whose parameter varies, e.g.
+    Tversky's alpha: Table 10 (``param_<name>`` x data set), no baseline. Otherwise
+    loss x data set. The baseline is ``ce`` where the rows hold it.
+    """
+    baseline = "ce" if "ce" in set(rows.get("loss", [])) else None
+    if rows["variant"].nunique() > 1:
+        return "loss", "variant", baseline
+    if rows["loss_name"].nunique() == 1 and rows["loss"].nunique() > 1:
+        varying = sorted(
+            column
+            for column in rows.columns
+            if column.startswith("param_") and rows[column].astype(str).nunique() > 1
+        )
+        if varying:
+            return varying[0], "dataset", None
+    return "loss", "dataset", baseline
 
 
 def _require(rows: pd.DataFrame, columns: Iterable[str]) -> None:

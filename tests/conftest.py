@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from search_spaces.settings import DicesweepSettings
+from tests.toydata import make_toy_datasets
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,3 +41,11 @@ def datasets_dir() -> Path:
     if found is None:
         pytest.skip("real data sets not found: set DICESWEEP_DATASETS_DIR")
     return found
+
+
+@pytest.fixture(scope="module")
+def toy_home(tmp_path_factory: pytest.TempPathFactory) -> DicesweepSettings:
+    """Settings with the toy data sets and a fresh home."""
+    root = tmp_path_factory.mktemp("toy")
+    datasets = make_toy_datasets(root / "datasets")
+    return DicesweepSettings(home=root / "home", datasets_dir=datasets)

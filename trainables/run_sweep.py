@@ -29,16 +29,22 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
 
 from search_spaces.errors import SpecError
+from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.presets import load_presets
-from search_spaces.reports import paired_test, pivot_table, row_from_trial, to_markdown
+from search_spaces.reports import (
+    infer_layout,
+    paired_test,
+    pivot_table,
+    row_from_trial,
+    to_markdown,
+)
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, resolve_spec, to_param_space, trial_count
 from trainables.sweep_progress import SweepProgress
-from trainables.sweep_report import default_layout, write_reports
-from trainables.tracking import ROLE_TAG, SWEEP_TAG, find_run
+from trainables.sweep_report import write_reports
+from trainables.tracking import find_run
 
-EXPERIMENT = "dicesweep"
 # Ray Tune's classic console output, silenced by verbose=0: the progress line
 # of SweepProgress replaces it.
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
@@ -146,6 +152,15 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
         ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
 
 
+def count_unfinished(experiment_path: str, expected: int) -> int:
+    """Trials neither terminated nor errored (or never created): the sweep was interrupted."""
+    from ray.tune import ExperimentAnalysis
+
+    trials = ExperimentAnalysis(experiment_path).trials
+    ended = sum(trial.status in ("TERMINATED", "ERROR") for trial in trials)
+    return max(expected, len(trials)) - ended
+
+
 def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
     """One row per trial that reported, and the number of trials that failed."""
     rows, failed = [], 0
@@ -158,8 +173,6 @@ def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
 
 def close_trial_runs(client: MlflowClient, experiment: str, sweep_id: str, results: Any) -> None:
     """Trials stopped early by a scheduler never return: mark their runs finished."""
-    from trainables.tracking import TRIAL_TAG
-
     for result in results:
         trial_id = result.metrics.get("trial_id") if result.metrics else None
         if not trial_id:
@@ -187,15 +200,28 @@ def run(
     start_ray(settings, num_cpus)
     assert settings.storage_path is not None
     results = build_tuner(spec, sweep_id, link, settings.storage_path).fit()
+    unfinished = count_unfinished(results.experiment_path, trial_count(spec))
+    if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
+        client.set_terminated(parent, "KILLED")
+        print(
+            f"sweep {sweep_id} interrupted with {unfinished} trial(s) unfinished; resume with "
+            f"--sweep-id {sweep_id}",
+            file=sys.stderr,
+        )
+        return 130
     close_trial_runs(client, experiment, sweep_id, results)
     rows, failed = collect_rows(results)
     for result in results:
         if result.error is not None:
             print(f"trial failed ({result.path}): {result.error}", file=sys.stderr)
     if not rows.empty:
-        rows_key, cols_key = default_layout(spec)
-        table = pivot_table(rows, rows_key, cols_key, metric=spec.search.metric)
-        tests = paired_test(rows, rows_key, cols_key, spec.search.metric)
+        rows_key, cols_key, baseline = infer_layout(rows)
+        table = pivot_table(rows, rows_key, cols_key, spec.search.metric, baseline)
+        tests = (
+            paired_test(rows, rows_key, cols_key, spec.search.metric, baseline)
+            if baseline
+            else pd.DataFrame()
+        )
         write_reports(client, parent, rows, table, tests)
         print(to_markdown(table))
     status = "FAILED" if failed == len(results) else "FINISHED"

@@ -9,29 +9,6 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from search_spaces.reports import to_csv, to_json, to_latex, to_markdown, to_png
-from search_spaces.spec import SweepSpec, expand_losses
-
-
-def default_layout(spec: SweepSpec) -> tuple[str, str]:
-    """The paper's layout for this spec: (rows, columns) of the table.
-
-    Several variants: Table 8 (loss x variant). One loss whose parameter varies,
-    e.g. Tversky's alpha: Table 10 (the parameter x data set). Otherwise loss x
-    data set.
-    """
-    if len(spec.task.variant) > 1:
-        return "loss", "variant"
-    if spec.search.algorithm == "grid":
-        losses = expand_losses(spec)
-        if len({loss["name"] for loss in losses}) == 1 and len(losses) > 1:
-            varying = sorted(
-                key
-                for key in losses[0]
-                if key != "name" and len({str(loss.get(key)) for loss in losses}) > 1
-            )
-            if varying:
-                return f"param_{varying[0]}", "dataset"
-    return "loss", "dataset"
 
 
 def write_reports(

@@ -15,14 +15,10 @@ from mlflow.entities import Metric, Param, RunStatus
 from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
 from trainables.loop import Reporter
-
-TAG_PREFIX = "dicesweep."
-SWEEP_TAG = "dicesweep.sweep_id"
-TRIAL_TAG = "dicesweep.trial_id"
-ROLE_TAG = "dicesweep.role"
 
 
 def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
@@ -33,7 +29,7 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
         TRIAL_TAG: trial_id,
         ROLE_TAG: "trial",
         "dicesweep.loss": str(loss["name"]),
-        "dicesweep.loss_label": loss_label(loss),
+        LOSS_LABEL_TAG: loss_label(loss),
         "dicesweep.seed": str(trial.seed),
         "dicesweep.dataset": trial.dataset,
         "dicesweep.variant": trial.variant,
@@ -70,13 +66,17 @@ class TrialRun:
         if existing is None:
             tags = trial_tags(trial, trial_id)
             tags[MLFLOW_PARENT_RUN_ID] = link.parent_run_id
-            tags[MLFLOW_RUN_NAME] = f"{tags['dicesweep.loss_label']} seed={trial.seed}"
+            tags[MLFLOW_RUN_NAME] = f"{tags[LOSS_LABEL_TAG]} seed={trial.seed}"
+            tags[ATTEMPT_TAG] = "1"
             run = self.client.create_run(link.experiment_id, tags=tags)
             self.run_id = run.info.run_id
             params = [Param(k, v) for k, v in trial_params(trial).items()]
             self.client.log_batch(self.run_id, params=params)
         else:
+            # A retry (the worker died) or a resumed sweep: same run, one more attempt.
             self.run_id = existing
+            attempt = int(self.client.get_run(existing).data.tags.get(ATTEMPT_TAG, "1")) + 1
+            self.client.set_tag(self.run_id, ATTEMPT_TAG, str(attempt))
             self.client.update_run(self.run_id, status=RunStatus.to_string(RunStatus.RUNNING))
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
@@ -99,8 +99,10 @@ class TrackedReporter:
         return self.inner.latest_checkpoint()
 
     def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
-        self.run.log_metrics(metrics, step=int(metrics.get("step", 0)))
+        # Checkpoint first: a worker lost in between leaves no metric in MLflow that the
+        # resumed trial would log a second time.
         self.inner.report(metrics, checkpoint_dir)
+        self.run.log_metrics(metrics, step=int(metrics.get("step", 0)))
 
     def progress(self, step: int, total: int, loss: float) -> None:
         self.inner.progress(step, total, loss)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -17,57 +16,6 @@ from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
 from trainables.train import run_trial
 from trainables.trial_data import DataRequest, load_trial_data
-
-PEOPLE = ["Alice Smith", "Bob Jones", "Carla Diaz", "Dmitri Ivanov", "Emma Stone"]
-PLACES = ["Paris", "Berlin", "Lagos", "Lima", "Osaka", "Quebec"]
-WORDS = [
-    "the",
-    "a",
-    "of",
-    "to",
-    "in",
-    "said",
-    "on",
-    "that",
-    "was",
-    "for",
-    "with",
-    "visited",
-    "met",
-    "from",
-    "today",
-    "after",
-]
-
-
-def toy_sentence(rng: random.Random) -> list[tuple[str, str]]:
-    """Filler words (``O``) around one person (``B/I-PER``) and one place (``B-LOC``)."""
-    rows = [(rng.choice(WORDS), "O") for _ in range(rng.randint(2, 5))]
-    person = rng.choice(PEOPLE).split()
-    rows += [(person[0], "B-PER"), (person[1], "I-PER")]
-    rows += [(rng.choice(WORDS), "O") for _ in range(rng.randint(1, 3))]
-    rows.append((rng.choice(PLACES), "B-LOC"))
-    return [*rows, (".", "O")]
-
-
-def write_conll(path: Path, n: int, seed: int) -> None:
-    rng = random.Random(seed)
-    blocks = ["-DOCSTART- -X- -X- O\n"]
-    for _ in range(n):
-        blocks.append("".join(f"{w} NN O {t}\n" for w, t in toy_sentence(rng)))
-    path.write_text("\n".join(blocks))
-
-
-@pytest.fixture(scope="module")
-def toy_home(tmp_path_factory: pytest.TempPathFactory) -> DicesweepSettings:
-    """A data-sets folder holding a generated CoNLL-2003 look-alike, and a fresh home."""
-    root = tmp_path_factory.mktemp("toy")
-    folder = root / "datasets" / "conll2003"
-    folder.mkdir(parents=True)
-    write_conll(folder / "train.txt", 240, seed=1)
-    write_conll(folder / "valid.txt", 60, seed=2)
-    write_conll(folder / "test.txt", 60, seed=3)
-    return DicesweepSettings(home=root / "home", datasets_dir=root / "datasets")
 
 
 def toy_config(**training: Any) -> dict[str, Any]:

@@ -1,0 +1,13 @@
+"""Names shared by the sweep driver (which writes MLflow runs) and the service (which reads them).
+
+One MLflow experiment holds every sweep: a parent run per sweep (role ``sweep``)
+and a nested run per trial (role ``trial``), told apart by these tags.
+"""
+
+EXPERIMENT = "dicesweep"
+TAG_PREFIX = "dicesweep."
+SWEEP_TAG = "dicesweep.sweep_id"
+TRIAL_TAG = "dicesweep.trial_id"
+ROLE_TAG = "dicesweep.role"
+LOSS_LABEL_TAG = "dicesweep.loss_label"
+ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or resumed

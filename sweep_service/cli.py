@@ -1,0 +1,137 @@
+"""The ``dicesweep`` command: run sweeps, list presets, render a sweep's table, open MLflow.
+
+Torch is never imported here: ``dicesweep run`` starts the sweep driver
+(``python -m trainables.run_sweep``) as a child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from search_spaces.presets import list_presets
+from search_spaces.reports import (
+    infer_layout,
+    pivot_table,
+    to_csv,
+    to_json,
+    to_latex,
+    to_markdown,
+    to_png,
+)
+from search_spaces.settings import DicesweepSettings
+
+RENDERERS = {"markdown": to_markdown, "csv": to_csv, "latex": to_latex, "json": to_json}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a sweep in the foreground with its live display; the table prints at the end."""
+    command = [sys.executable, "-m", "trainables.run_sweep"]
+    command += ["--preset", args.preset] if args.preset else [args.spec]
+    if args.sweep_id:
+        command += ["--sweep-id", args.sweep_id]
+    if args.num_cpus:
+        command += ["--num-cpus", str(args.num_cpus)]
+    return subprocess.call(command)
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    presets = list_presets()
+    width = max(len(p.name) for p in presets)
+    print(f"{'name':<{width}}  trials  description")
+    for preset in presets:
+        print(f"{preset.name:<{width}}  {preset.trial_count:>6}  {preset.description}")
+    return 0
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    """Render a sweep's table from its MLflow runs, in the paper's layout by default."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep_service.results import SweepNotFoundError, trial_rows
+
+    settings = DicesweepSettings()
+    try:
+        rows = trial_rows(MlflowClient(str(settings.mlflow_tracking_uri)), args.sweep_id)
+    except SweepNotFoundError as error:
+        print(f"dicesweep grid: {error}", file=sys.stderr)
+        return 1
+    rows_key, cols_key, baseline = infer_layout(rows)
+    table = pivot_table(
+        rows,
+        args.rows or rows_key,
+        args.cols or cols_key,
+        metric=args.metric,
+        baseline=baseline if args.rows in (None, "loss") else None,
+    )
+    if args.format == "png":
+        if args.output is None:
+            print("dicesweep grid: --format png needs --output FILE", file=sys.stderr)
+            return 2
+        args.output.write_bytes(to_png(table))
+        return 0
+    text = RENDERERS[args.format](table)
+    if args.output is None:
+        print(text)
+    else:
+        args.output.write_text(text)
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """The MLflow UI over the same tracking store the sweeps write to."""
+    settings = DicesweepSettings()
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        str(settings.mlflow_tracking_uri),
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+    ]
+    if str(settings.mlflow_tracking_uri).startswith("sqlite:"):
+        command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
+    return subprocess.call(command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dicesweep", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run (or resume) a sweep here, on a local Ray head")
+    run.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
+    run.add_argument("--preset", help="a preset by name (see: dicesweep presets)")
+    run.add_argument("--sweep-id", help="resume this sweep, or give a new one its id")
+    run.add_argument("--num-cpus", type=int, help="CPUs for the local Ray head")
+    run.set_defaults(handler=cmd_run)
+    presets = sub.add_parser("presets", help="list the presets and their trial counts")
+    presets.set_defaults(handler=cmd_presets)
+    grid = sub.add_parser("grid", help="a sweep's table from its MLflow runs")
+    grid.add_argument("sweep_id")
+    grid.add_argument("--format", choices=[*RENDERERS, "png"], default="markdown")
+    grid.add_argument("--rows", help="row key (default: the paper's layout)")
+    grid.add_argument("--cols", help="column key (default: the paper's layout)")
+    grid.add_argument("--metric", default="eval_f1")
+    grid.add_argument("--output", type=Path, help="write here instead of standard output")
+    grid.set_defaults(handler=cmd_grid)
+    ui = sub.add_parser("ui", help="the MLflow UI over the sweeps' tracking store")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=5000)
+    ui.set_defaults(handler=cmd_ui)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "run" and bool(args.spec) == bool(args.preset):
+        build_parser().error("run: give a spec file or --preset, not both")
+    sys.exit(args.handler(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""A sweep's trials as rows, read back from MLflow (pandas; no torch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import yaml
+from mlflow.tracking import MlflowClient
+
+from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.reports import METRICS
+
+
+class SweepNotFoundError(LookupError):
+    """No MLflow runs carry this sweep id."""
+
+
+def _value(text: str) -> Any:
+    """A param string back to its value (``"0.1"`` -> 0.1, ``"True"`` -> True)."""
+    parsed = yaml.safe_load(text)
+    return parsed if isinstance(parsed, bool | int | float) else text
+
+
+def trial_rows(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
+    """One row per trial run of ``sweep_id``: the row shape of ``search_spaces.reports``.
+
+    Raises:
+        SweepNotFoundError: no experiment, or no trial run with that sweep id.
+    """
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        raise SweepNotFoundError(f"no sweeps tracked yet (no {EXPERIMENT!r} experiment)")
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
+    runs = client.search_runs([experiment.experiment_id], filter_string=query, max_results=5000)
+    if not runs:
+        raise SweepNotFoundError(f"no trials found for sweep {sweep_id!r}")
+    rows = []
+    for run in runs:
+        params, tags = run.data.params, run.data.tags
+        row: dict[str, Any] = {
+            "loss": tags.get(LOSS_LABEL_TAG, params.get("loss")),
+            "loss_name": params.get("loss"),
+            "dataset": params.get("dataset"),
+            "variant": params.get("variant"),
+            "seed": int(params.get("seed", 0)),
+            "status": run.info.status,
+            "run_id": run.info.run_id,
+        }
+        row.update(
+            {
+                f"param_{key[len('loss.') :]}": _value(value)
+                for key, value in params.items()
+                if key.startswith("loss.")
+            }
+        )
+        row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})
+        rows.append(row)
+    return pd.DataFrame(rows)

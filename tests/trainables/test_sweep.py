@@ -1,0 +1,254 @@
+"""Sweeps end to end: a real local Ray cluster, real MLflow on SQLite, the driver as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from tests.toydata import make_toy_datasets
+
+DRIVER = [sys.executable, "-m", "trainables.run_sweep"]
+CLI = [sys.executable, "-m", "sweep_service.cli"]
+
+
+def environment(home: Path, datasets: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+    env.update(
+        DICESWEEP_HOME=str(home),
+        DICESWEEP_DATASETS_DIR=str(datasets),
+        OMP_NUM_THREADS="1",
+        RAY_AUTH_MODE="disabled",
+    )
+    return env
+
+
+def tracking(home: Path) -> MlflowClient:
+    return MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+
+
+def runs(client: MlflowClient, sweep_id: str, role: str) -> list[Any]:
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return []
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = '{role}'"
+    return client.search_runs([experiment.experiment_id], filter_string=query)
+
+
+def steps_logged(client: MlflowClient, run_id: str) -> list[int]:
+    return [int(m.step) for m in client.get_metric_history(run_id, "eval_f1")]
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, "the driver exited before the condition held"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.3)
+
+
+def toy_spec(path: Path, **overrides: Any) -> Path:
+    spec = {
+        "name": "toy",
+        "task": {"dataset": "conll2003"},
+        "model": "tiny-bert",
+        "training": {
+            "epochs": 2,
+            "learning_rate": 2.0e-3,
+            "batch_size": 16,
+            "max_seq_length": 32,
+            "warmup_ratio": 0.0,
+        },
+        "search_space": {"losses": [{"name": "ce"}]},
+        "seeds": [0],
+        "resources": {"cpus_per_trial": 1, "max_concurrent_trials": 1},
+        **overrides,
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory, datasets_dir: Path) -> dict[str, Any]:
+    """The ``smoke`` preset run once by the driver, on the real MRPC files."""
+    home = tmp_path_factory.mktemp("smoke-home")
+    env = environment(home, datasets_dir)
+    result = subprocess.run(
+        [*DRIVER, "--preset", "smoke", "--sweep-id", "smoke-test", "--num-cpus", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {"home": home, "env": env, "result": result, "client": tracking(home)}
+
+
+@pytest.mark.data
+def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> None:
+    client = smoke["client"]
+    (parent,) = runs(client, "smoke-test", "sweep")
+    trials = runs(client, "smoke-test", "trial")
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["trials"] == "2" and parent.data.params["preset"] == "smoke"
+    assert len(trials) == 2
+    assert {t.data.tags["dicesweep.loss"] for t in trials} == {"ce", "dsc"}
+    for trial in trials:
+        tags, params, metrics = trial.data.tags, trial.data.params, trial.data.metrics
+        assert trial.info.status == "FINISHED"
+        assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert tags["dicesweep.seed"] == "0" and tags["dicesweep.variant"] == "original"
+        assert params["dataset"] == "mrpc" and params["training.epochs"] == "1"
+        assert 0 <= metrics["eval_f1"] <= 100 and "train_loss" in metrics
+        assert steps_logged(client, trial.info.run_id) == [4]  # 64 examples / 16 = 4 steps
+    dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")
+    assert dsc.data.params["loss.alpha"] == "0.1"
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/grid.md", "report/grid.csv", "report/grid.tex", "report/grid.png"} <= artifacts
+    assert "| dsc(alpha=0.1) |" in smoke["result"].stdout  # the table, printed at the end
+    assert "2 done, 0 failed" in smoke["result"].stderr
+    assert "running" in smoke["result"].stderr  # the live display
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "latex", "json"])
+def test_grid_command_renders_the_sweep(smoke: dict[str, Any], fmt: str) -> None:
+    result = subprocess.run(
+        [*CLI, "grid", "smoke-test", "--format", fmt],
+        env=smoke["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    if fmt == "json":
+        cells = json.loads(text)
+        assert cells
+    elif fmt == "latex":
+        assert "\\toprule" in text
+    else:
+        assert "dsc(alpha=0.1)" in text and "mrpc" in text
+
+
+@pytest.mark.data
+def test_grid_command_png_and_unknown_sweep(smoke: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "grid.png"
+    subprocess.run(
+        [*CLI, "grid", "smoke-test", "--format", "png", "--output", str(out)],
+        env=smoke["env"],
+        check=True,
+        timeout=120,
+    )
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    missing = subprocess.run(
+        [*CLI, "grid", "no-such-sweep"],
+        env=smoke["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert missing.returncode == 1 and "no trials found for sweep 'no-such-sweep'" in missing.stderr
+
+
+def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(tmp_path: Path) -> None:
+    datasets = make_toy_datasets(tmp_path / "datasets", n_train=480)  # 30 steps an epoch
+    home = tmp_path / "home"
+    spec = toy_spec(
+        tmp_path / "spec.yaml",
+        training={
+            "epochs": 4,
+            "learning_rate": 2.0e-3,
+            "batch_size": 16,
+            "max_seq_length": 32,
+            "warmup_ratio": 0.0,
+            "eval_every_steps": 10,
+        },
+        max_failures=2,
+    )
+    client = tracking(home)
+    driver = subprocess.Popen(
+        [*DRIVER, str(spec), "--sweep-id", "kill-test", "--num-cpus", "2"],
+        env=environment(home, datasets),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def reported_twice() -> bool:
+        trials = runs(client, "kill-test", "trial")
+        return bool(trials) and len(steps_logged(client, trials[0].info.run_id)) >= 2
+
+    wait_for(reported_twice, driver, timeout=300)
+    workers = [
+        p
+        for p in psutil.Process(driver.pid).children(recursive=True)
+        if "ImplicitFunc" in " ".join(p.cmdline())
+    ]
+    assert len(workers) == 1
+    workers[0].kill()
+    _, err = driver.communicate(timeout=400)
+    assert driver.returncode == 0, err[-3000:]
+    (trial,) = runs(client, "kill-test", "trial")  # still one run: no duplicate
+    assert trial.data.tags[ATTEMPT_TAG] == "2"
+    assert trial.info.status == "FINISHED"
+    steps = steps_logged(client, trial.info.run_id)
+    assert steps == sorted(set(steps)), steps  # resumed, not restarted: no step twice
+    assert steps[-1] == 120 and len(steps) >= 11
+
+
+def test_interrupted_driver_resumes_without_rerunning_finished_trials(tmp_path: Path) -> None:
+    datasets = make_toy_datasets(tmp_path / "datasets")
+    home = tmp_path / "home"
+    losses = [{"name": "ce"}, {"name": "focal", "gamma": 2}, {"name": "dice", "scope": "set"}]
+    spec = toy_spec(tmp_path / "spec.yaml", search_space={"losses": losses})
+    env = environment(home, datasets)
+    client = tracking(home)
+    command = [*DRIVER, str(spec), "--sweep-id", "resume-test", "--num-cpus", "2"]
+    driver = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+    def one_finished() -> bool:
+        return any(r.info.status == "FINISHED" for r in runs(client, "resume-test", "trial"))
+
+    wait_for(one_finished, driver, timeout=300)
+    driver.send_signal(signal.SIGINT)
+    _, err = driver.communicate(timeout=300)
+    assert driver.returncode == 130, err[-3000:]
+    assert "interrupted" in err
+    before = {
+        r.info.run_id: steps_logged(client, r.info.run_id)
+        for r in runs(client, "resume-test", "trial")
+        if r.info.status == "FINISHED"
+    }
+    assert 1 <= len(before) < 3
+
+    resumed = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming sweep resume-test" in resumed.stderr
+    trials = runs(client, "resume-test", "trial")
+    assert len(trials) == 3 and all(t.info.status == "FINISHED" for t in trials)
+    for trial in trials:
+        if trial.info.run_id in before:  # finished before the interrupt: untouched
+            assert steps_logged(client, trial.info.run_id) == before[trial.info.run_id]
+            assert trial.data.tags[ATTEMPT_TAG] == "1"
+    (parent,) = runs(client, "resume-test", "sweep")
+    assert parent.info.status == "FINISHED"
