@@ -170,14 +170,26 @@ def test_official_recipe_is_a_parameter_setting() -> None:
 
 
 def test_dsc_at_saturated_softmax_uses_exact_log_of_one_minus_p() -> None:
-    # Class 0 dominates by 200 nats: 1 - p0 = e^-200 rounds to 0 in float32 but its log
-    # is exact, so (1 - p0)^0.01 = e^-2 matches the float64 value.
-    logits = torch.tensor([[100.0, -100.0, -100.0]])
-    target = torch.tensor([0])
+    # Class 0 leads by 30 nats: p0 = 1 - 2e^-30 rounds to exactly 1 in float32, but
+    # 1 - p0 is summed from the other classes, so (1 - p0)^0.01 matches float64.
+    logits = torch.tensor([[30.0, 0.0, 0.0], [0.0, 30.0, 0.0]])
+    target = torch.tensor([0, 2])
+    assert torch.softmax(logits, -1)[0, 0].item() == 1.0
     loss_fn = build_loss({"name": "dsc", "alpha": 0.01})
     assert loss_fn(logits, target).item() == pytest.approx(
         loss_fn(logits.double(), target).item(), rel=1e-5
     )
+
+
+def test_focal_at_saturated_softmax_keeps_gamma_below_one_exact() -> None:
+    logits = torch.tensor([[0.0, 25.0, 0.0]], requires_grad=True)
+    loss_fn = build_loss({"name": "focal", "gamma": 0.5})
+    loss = loss_fn(logits, torch.tensor([1]))
+    assert loss.item() == pytest.approx(
+        loss_fn(logits.detach().double(), torch.tensor([1])).item(), rel=1e-5
+    )
+    loss.backward()
+    assert logits.grad is not None and torch.isfinite(logits.grad).all()
 
 
 def test_smooth_zero_has_its_limit_not_nan() -> None:
