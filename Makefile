@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## The main job on embedded defaults.
+## The main job on embedded defaults: the smoke sweep on a local Ray head, tracked in
+## MLflow under DICESWEEP_HOME (~/.dicesweep), its table printed at the end.
 demo: $(STAMP)
-	$(BIN)/python -m trainables.losses.demo
+	$(BIN)/dicesweep presets
+	$(BIN)/dicesweep run --preset smoke
 
 ## Lint, format check, type check, then the test suite (slow tests: RUN_SLOW=1).
 test: lint typecheck unit
