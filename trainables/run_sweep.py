@@ -235,12 +235,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m trainables.run_sweep", description=__doc__)
     parser.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
     parser.add_argument("--preset", help="run a preset: the same as {extends: NAME}")
+    parser.add_argument("--spec-json", help="the spec inline, as JSON (how a Ray Job gets it)")
     parser.add_argument("--sweep-id", help="resume (or name) this sweep")
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray head")
     args = parser.parse_args(argv)
-    if bool(args.spec) == bool(args.preset):
-        parser.error("give a spec file or --preset, not both")
-    raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
+    given = [x for x in (args.spec, args.preset, args.spec_json) if x]
+    if len(given) != 1:
+        parser.error("give exactly one of: a spec file, --preset, --spec-json")
+    if args.spec_json:
+        raw = json.loads(args.spec_json)
+    else:
+        raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
     try:
         code = run(raw, args.sweep_id, DicesweepSettings(), args.num_cpus)
     except SpecError as error:
