@@ -1,0 +1,117 @@
+"""Engines, sessions and the one way the store commits a write.
+
+SQLite (the embedded default) and PostgreSQL through psycopg 3 are supported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from sweep_service.store.errors import ConflictError
+
+SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
+
+# Error names of a broken unique rule: PostgreSQL's SQLSTATE, and SQLite's extended
+# result codes (the primary key is a unique rule of its own there).
+_PG_UNIQUE_VIOLATION = "23505"
+_SQLITE_UNIQUE_VIOLATIONS = frozenset({"SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"})
+
+
+def normalise_url(database_url: str | URL) -> URL:
+    """``database_url`` with PostgreSQL pointed at psycopg 3: ``postgresql://`` and
+    ``postgres://`` become ``postgresql+psycopg://``; other URLs are unchanged.
+
+    Raises:
+        sqlalchemy.exc.ArgumentError: a string that is not a database URL.
+    """
+    url = make_url(database_url)
+    if url.drivername in ("postgresql", "postgres"):
+        return url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
+    """An engine for the store at ``database_url`` (see ``normalise_url``).
+
+    On SQLite, foreign keys are enforced, the file's folder is created, and every
+    transaction starts with ``BEGIN IMMEDIATE``: SQLite has one write lock per
+    database, and taking it at the start makes transactions wait their turn (up to
+    ``SQLITE_BUSY_TIMEOUT_S``) instead of failing with "database is locked" when two
+    of them read and then both try to write. It also makes a check followed by a
+    write (quota, idempotency key) atomic. So keep sessions short (one per request
+    or per reconciler pass): on SQLite a session holds the lock from its first
+    statement until it commits, rolls back or closes. ``engine_options`` go to
+    ``sqlalchemy.create_engine``.
+    """
+    url = normalise_url(database_url)
+    if url.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True, **engine_options)
+    _create_sqlite_folder(url)
+    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
+    engine = create_engine(url, connect_args=connect_args, **engine_options)
+    event.listen(engine, "connect", _configure_sqlite_connection)
+    event.listen(engine, "begin", _begin_immediate)
+    return engine
+
+
+def _create_sqlite_folder(url: URL) -> None:
+    database = url.database or ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) -> None:
+    # The driver's own implicit BEGIN is turned off so that the "begin" event below
+    # decides how a transaction starts (SQLAlchemy's documented pysqlite recipe).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions on ``engine`` whose objects stay readable after a commit, so a caller
+    can answer with the rows a store function wrote."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def is_unique_violation(error: IntegrityError) -> bool:
+    """Whether ``error`` is a broken unique rule (not a NOT NULL, CHECK or foreign key)."""
+    original = error.orig
+    if getattr(original, "sqlstate", None) == _PG_UNIQUE_VIOLATION:
+        return True
+    return getattr(original, "sqlite_errorname", None) in _SQLITE_UNIQUE_VIOLATIONS
+
+
+@contextmanager
+def committing(
+    session: Session, conflict: str = "the write conflicts with an existing row"
+) -> Iterator[None]:
+    """Commit what the block writes, or roll all of it back if anything fails.
+
+    Raises:
+        ConflictError: a unique rule refused the write; ``conflict`` is its message.
+    """
+    try:
+        yield
+        session.commit()
+    except IntegrityError as error:
+        session.rollback()
+        if is_unique_violation(error):
+            raise ConflictError(conflict) from error
+        raise
+    except BaseException:
+        session.rollback()
+        raise

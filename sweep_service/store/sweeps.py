@@ -1,0 +1,212 @@
+"""Sweeps: idempotent submission within quotas, an owner's view, the active ones.
+
+``create_sweep`` commits before it returns, or rolls everything back and raises, so a
+failed submission leaves nothing half-written. An owner sees only its own sweeps;
+another owner's sweep reads as absent, never as forbidden. Status changes are in
+``lifecycle``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from search_spaces.spec import SweepSpec, trial_count
+from sweep_service.store.database import committing
+from sweep_service.store.errors import (
+    IdempotencyMismatchError,
+    InvalidArgumentError,
+    NotFoundError,
+    QuotaExceededError,
+)
+from sweep_service.store.models import (
+    ACTIVE_STATUSES,
+    IDEMPOTENCY_KEY_LENGTH,
+    Owner,
+    Sweep,
+    SweepStatus,
+    utc_now,
+)
+from sweep_service.store.owners import lock_owner
+
+SWEEP_ID_PREFIX = "sw-"
+SWEEP_ID_BYTES = 8  # 16 hex characters after the prefix
+
+
+@dataclass(frozen=True)
+class SweepDraft:
+    """What a submission stores, taken from a spec already validated by ``resolve_spec``."""
+
+    name: str
+    preset: str | None
+    spec: dict[str, Any]  # as submitted: what an idempotent retry is compared by
+    resolved_spec: dict[str, Any]
+    trial_count: int
+    gpus_per_trial: float
+
+    @classmethod
+    def from_spec(cls, submitted: Mapping[str, Any], resolved: SweepSpec) -> SweepDraft:
+        """The draft of ``submitted``, whose resolved and validated form is ``resolved``."""
+        return cls(
+            name=resolved.name,
+            preset=resolved.extends,
+            spec=dict(submitted),
+            resolved_spec=resolved.model_dump(mode="json"),
+            trial_count=trial_count(resolved),
+            gpus_per_trial=resolved.resources.gpus_per_trial,
+        )
+
+
+class Submission(NamedTuple):
+    """The sweep a submission stands for, and whether this call created it (``False``:
+    a retry with the same ``Idempotency-Key`` found the sweep of the first try)."""
+
+    sweep: Sweep
+    created: bool
+
+
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    """The hex SHA-256 of ``spec`` as canonical JSON (sorted keys, no spaces), so that
+    key order and formatting do not make two equal specs differ."""
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def new_sweep_id() -> str:
+    """A fresh sweep id, ``sw-`` and 16 hex characters (also the Ray Job's submission id)."""
+    return SWEEP_ID_PREFIX + secrets.token_hex(SWEEP_ID_BYTES)
+
+
+def create_sweep(
+    session: Session,
+    owner_id: int,
+    draft: SweepDraft,
+    *,
+    idempotency_key: str | None = None,
+    now: datetime | None = None,
+) -> Submission:
+    """Store a new ``pending`` sweep, committed; or, when this owner already used
+    ``idempotency_key`` with the same spec, return that sweep and store nothing.
+
+    The owner's row is locked first, so concurrent submissions of one owner are
+    checked (idempotency key, quotas) and written one at a time.
+
+    Raises:
+        InvalidArgumentError: an empty ``idempotency_key``, or one over
+            ``IDEMPOTENCY_KEY_LENGTH`` characters.
+        NotFoundError: no owner has that id.
+        IdempotencyMismatchError: the owner used ``idempotency_key`` with another spec.
+        QuotaExceededError: too many trials or GPUs per trial, or too many active sweeps.
+        ConflictError: the generated id is taken (nothing written; submitting again works).
+    """
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidArgumentError(
+            f"an Idempotency-Key has 1 to {IDEMPOTENCY_KEY_LENGTH} characters"
+        )
+    now = now or utc_now()
+    digest = spec_digest(draft.spec)
+    with committing(session, conflict="a sweep with the generated id exists; submit again"):
+        owner = lock_owner(session, owner_id)
+        if idempotency_key is not None:
+            earlier = _earlier_submission(session, owner_id, idempotency_key, digest)
+            if earlier is not None:
+                return Submission(earlier, created=False)
+        _check_quotas(session, owner, draft)
+        sweep = _new_sweep(owner_id, draft, digest, idempotency_key, now)
+        session.add(sweep)
+    return Submission(sweep, created=True)
+
+
+def _earlier_submission(session: Session, owner_id: int, key: str, digest: str) -> Sweep | None:
+    """The owner's sweep submitted with ``key``, if any.
+
+    Raises:
+        IdempotencyMismatchError: that sweep's spec has another digest than ``digest``.
+    """
+    query = select(Sweep).where(Sweep.owner_id == owner_id, Sweep.idempotency_key == key)
+    earlier = session.scalars(query).one_or_none()
+    if earlier is not None and earlier.spec_sha256 != digest:
+        raise IdempotencyMismatchError(
+            f"Idempotency-Key {key!r} was used for sweep {earlier.id} with a different spec"
+        )
+    return earlier
+
+
+def _new_sweep(
+    owner_id: int, draft: SweepDraft, digest: str, idempotency_key: str | None, now: datetime
+) -> Sweep:
+    return Sweep(
+        id=new_sweep_id(),
+        owner_id=owner_id,
+        name=draft.name,
+        preset=draft.preset,
+        spec=draft.spec,
+        spec_sha256=digest,
+        resolved_spec=draft.resolved_spec,
+        trial_count=draft.trial_count,
+        gpus_per_trial=draft.gpus_per_trial,
+        status=SweepStatus.PENDING,
+        idempotency_key=idempotency_key,
+        resubmissions=0,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _check_quotas(session: Session, owner: Owner, draft: SweepDraft) -> None:
+    """Raises QuotaExceededError naming the first quota ``draft`` would break."""
+    if draft.trial_count > owner.max_trials_per_sweep:
+        raise QuotaExceededError(
+            f"{draft.trial_count} trials exceed the quota of "
+            f"{owner.max_trials_per_sweep} trials per sweep"
+        )
+    if draft.gpus_per_trial > owner.max_gpus_per_trial:
+        raise QuotaExceededError(
+            f"{draft.gpus_per_trial:g} GPUs per trial exceed the quota of "
+            f"{owner.max_gpus_per_trial:g}"
+        )
+    active = count_active_sweeps(session, owner.id)
+    if active >= owner.max_concurrent_sweeps:
+        raise QuotaExceededError(
+            f"{active} sweeps are active; the quota is {owner.max_concurrent_sweeps} at once"
+        )
+
+
+def get_sweep(session: Session, owner_id: int, sweep_id: str) -> Sweep:
+    """Sweep ``sweep_id`` of owner ``owner_id``.
+
+    Raises:
+        NotFoundError: no such sweep, or it belongs to another owner (the same answer).
+    """
+    query = select(Sweep).where(Sweep.id == sweep_id, Sweep.owner_id == owner_id)
+    sweep = session.scalars(query).one_or_none()
+    if sweep is None:
+        raise NotFoundError(f"no sweep {sweep_id!r}")
+    return sweep
+
+
+def count_active_sweeps(session: Session, owner_id: int) -> int:
+    """How many of the owner's sweeps are not finished (what the concurrency quota counts)."""
+    query = (
+        select(func.count())
+        .select_from(Sweep)
+        .where(Sweep.owner_id == owner_id, Sweep.status.in_(ACTIVE_STATUSES))
+    )
+    return session.scalar(query) or 0
+
+
+def list_active_sweeps(session: Session) -> list[Sweep]:
+    """Every owner's unfinished sweeps, oldest first: the reconciler's work, and what
+    a restarted service picks up again."""
+    query = (
+        select(Sweep).where(Sweep.status.in_(ACTIVE_STATUSES)).order_by(Sweep.created_at, Sweep.id)
+    )
+    return list(session.scalars(query))
