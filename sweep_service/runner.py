@@ -1,0 +1,101 @@
+"""Sweeps as Ray Jobs: each sweep's driver is one job whose submission id is the sweep id.
+
+The submission id makes a resubmission idempotent: submitting a sweep whose job
+exists is a no-op. A sweep whose driver died is resubmitted under a new id,
+``<sweep id>-retry<n>`` (Ray never reuses an id). The job runs
+``python -m trainables.run_sweep --spec-json ... --sweep-id ID``, which resumes
+from Tune's experiment state when it exists, so a resubmitted sweep continues
+where its dead driver stopped.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+
+class JobState(enum.StrEnum):
+    """A sweep's job as the cluster sees it (Ray's job statuses, plus MISSING)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+    MISSING = "MISSING"  # the cluster has no such job (never submitted, or the head restarted)
+
+    def is_finished(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
+
+
+def job_id(sweep_id: str, resubmissions: int) -> str:
+    """The Ray job id of a sweep's current driver: the sweep id, then one per retry."""
+    return sweep_id if resubmissions == 0 else f"{sweep_id}-retry{resubmissions}"
+
+
+class Runner(Protocol):
+    """Where sweeps run. ``RayJobRunner`` in the service; tests may pass a fake."""
+
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+        """Start the sweep's driver as job ``job``; a no-op when that job exists."""
+
+    def state(self, job: str) -> tuple[JobState, str]:
+        """The job's state and Ray's message for it."""
+
+    def stop(self, job: str) -> None:
+        """Ask the job to stop; a no-op when it has finished or does not exist."""
+
+
+def driver_entrypoint(sweep_id: str, spec: Mapping[str, Any], python: str = "python") -> str:
+    """The shell command a sweep's job runs."""
+    return " ".join(
+        [
+            shlex.quote(python),
+            "-m",
+            "trainables.run_sweep",
+            "--spec-json",
+            shlex.quote(json.dumps(dict(spec), separators=(",", ":"))),
+            "--sweep-id",
+            shlex.quote(sweep_id),
+        ]
+    )
+
+
+class RayJobRunner:
+    """Submits drivers to the Ray Jobs API at ``address`` (``http://host:8265``)."""
+
+    def __init__(self, address: str, env_vars: Mapping[str, str], python: str = "python") -> None:
+        from ray.job_submission import JobSubmissionClient
+
+        self._client = JobSubmissionClient(address)
+        self._env_vars = dict(env_vars)
+        self._python = python
+
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+        if self.state(job)[0] is not JobState.MISSING:
+            return
+        try:
+            self._client.submit_job(
+                entrypoint=driver_entrypoint(sweep_id, spec, self._python),
+                submission_id=job,
+                runtime_env={"env_vars": self._env_vars},
+            )
+        except RuntimeError as error:  # a concurrent submit of the same job won the race
+            if "already exists" not in str(error):
+                raise
+
+    def state(self, job: str) -> tuple[JobState, str]:
+        try:
+            info = self._client.get_job_info(job)
+        except RuntimeError as error:  # the Jobs API answers 404 for an unknown id
+            if "does not exist" in str(error) or "404" in str(error):
+                return JobState.MISSING, ""
+            raise
+        return JobState(str(info.status)), info.message or ""
+
+    def stop(self, job: str) -> None:
+        if self.state(job)[0] in (JobState.PENDING, JobState.RUNNING):
+            self._client.stop_job(job)
