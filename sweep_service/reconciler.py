@@ -1,0 +1,136 @@
+"""Keeps each sweep's status in step with its Ray Job, and submits pending sweeps.
+
+One pass reads every active sweep and moves it on:
+
+- pending: its driver is submitted as a job; the sweep becomes submitted;
+- submitted or running, job running: running; job succeeded: succeeded;
+- job failed with exit code 1 (trials failed) or 2 (invalid spec): failed;
+- job failed otherwise, stopped by someone else, or missing (the driver died, the
+  head restarted): pending again, resubmitted under a new job id, at most
+  ``max_resubmissions`` times, then failed;
+- cancelling: the job is stopped; once it has ended, cancelled.
+
+A resubmitted driver resumes from Tune's experiment state: finished trials keep
+their results. After a service restart the first pass picks every active sweep
+up again. Each sweep's step is committed on its own, so one failing sweep never
+holds the others back.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
+from sweep_service.runner import JobState, Runner, job_id
+from sweep_service.store import (
+    ResubmissionLimitError,
+    StoreError,
+    Sweep,
+    SweepStatus,
+    list_active_sweeps,
+    record_resubmission,
+    transition_sweep,
+)
+
+log = logging.getLogger(__name__)
+# Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid spec.
+FINAL_EXIT_CODES = {1, 2}
+_EXIT_CODE = re.compile(r"exit code (-?\d+)")
+
+
+def driver_failed_for_good(message: str) -> bool:
+    """Whether a failed job's message shows the driver exiting with a final code."""
+    match = _EXIT_CODE.search(message)
+    return match is not None and int(match.group(1)) in FINAL_EXIT_CODES
+
+
+class Reconciler:
+    """Moves active sweeps on, one pass at a time (``run_once``) or in a thread (``start``)."""
+
+    def __init__(
+        self,
+        session_factory: Callable[[], Session],
+        runner: Runner,
+        max_resubmissions: int,
+        interval_s: float = 2.0,
+    ) -> None:
+        self._sessions = session_factory
+        self._runner = runner
+        self._max_resubmissions = max_resubmissions
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> None:
+        """One pass over every active sweep."""
+        with self._sessions() as session:
+            sweeps = list_active_sweeps(session)
+        for sweep in sweeps:
+            try:
+                with self._sessions() as session:
+                    self._step(session, sweep)
+            except (StoreError, RuntimeError, ConnectionError) as error:
+                # Ray or the store may be briefly away; the next pass tries again.
+                log.warning("sweep %s: %s", sweep.id, error)
+
+    def _step(self, session: Session, sweep: Sweep) -> None:
+        job = job_id(sweep.id, sweep.resubmissions)
+        if sweep.status is SweepStatus.PENDING:
+            self._runner.submit(job, sweep.id, sweep.spec)
+            transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, job_status="PENDING")
+            return
+        state, message = self._runner.state(job)
+        if sweep.status is SweepStatus.CANCELLING:
+            if state in (JobState.PENDING, JobState.RUNNING):
+                self._runner.stop(job)
+            else:
+                transition_sweep(session, sweep.id, SweepStatus.CANCELLED, job_status=state)
+            return
+        if state is JobState.RUNNING:
+            if sweep.status is not SweepStatus.RUNNING:
+                transition_sweep(session, sweep.id, SweepStatus.RUNNING, job_status=state)
+        elif state is JobState.PENDING:
+            return
+        elif state is JobState.SUCCEEDED:
+            transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state)
+        elif state is JobState.FAILED and driver_failed_for_good(message):
+            transition_sweep(
+                session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]
+            )
+        elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
+            self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {message[-500:]}")
+
+    def _resubmit(self, session: Session, sweep: Sweep, reason: str) -> None:
+        try:
+            record_resubmission(
+                session, sweep.id, max_resubmissions=self._max_resubmissions, message=reason
+            )
+        except ResubmissionLimitError:
+            transition_sweep(
+                session,
+                sweep.id,
+                SweepStatus.FAILED,
+                message=f"{reason} (resubmitted {self._max_resubmissions} times already)",
+            )
+
+    def start(self) -> None:
+        """Run passes every ``interval_s`` in a daemon thread until ``stop``."""
+        self._thread = threading.Thread(target=self._loop, name="reconciler", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # the loop must outlive any one bad pass
+                log.exception("reconciler pass failed")
+            self._stop.wait(self._interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,128 @@
+"""The reconciler against the real store (SQLite and PostgreSQL) and a scripted runner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from sweep_service.reconciler import Reconciler, driver_failed_for_good
+from sweep_service.runner import JobState
+from sweep_service.store import Owner, SweepStatus, create_sweep, get_sweep
+from tests.service.factories import make_draft
+
+
+class ScriptedRunner:
+    """Jobs whose states the test sets; records submissions and stops."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, tuple[JobState, str]] = {}
+        self.submitted: list[tuple[str, str]] = []
+        self.stopped: list[str] = []
+
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+        if job not in self.jobs:
+            self.jobs[job] = (JobState.PENDING, "")
+            self.submitted.append((job, sweep_id))
+
+    def state(self, job: str) -> tuple[JobState, str]:
+        return self.jobs.get(job, (JobState.MISSING, ""))
+
+    def stop(self, job: str) -> None:
+        self.stopped.append(job)
+        self.jobs[job] = (JobState.STOPPED, "stopped by request")
+
+
+def setup(
+    session_factory: sessionmaker[Session], owner: Owner, limit: int = 2
+) -> tuple[Reconciler, ScriptedRunner, str]:
+    runner = ScriptedRunner()
+    with session_factory() as session:
+        sweep_id = create_sweep(session, owner.id, make_draft("r")).sweep.id
+    return Reconciler(session_factory, runner, max_resubmissions=limit), runner, sweep_id
+
+
+def status(session_factory: sessionmaker[Session], owner: Owner, sweep_id: str) -> Any:
+    with session_factory() as session:
+        return get_sweep(session, owner.id, sweep_id)
+
+
+def test_pending_sweep_is_submitted_once_then_followed_to_success(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    reconciler, runner, sweep_id = setup(session_factory, alice)
+    reconciler.run_once()
+    assert runner.submitted == [(sweep_id, sweep_id)]  # job id = sweep id
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.SUBMITTED
+    reconciler.run_once()  # job still pending: nothing changes, no second submission
+    assert len(runner.submitted) == 1
+    runner.jobs[sweep_id] = (JobState.RUNNING, "")
+    reconciler.run_once()
+    sweep = status(session_factory, alice, sweep_id)
+    assert sweep.status is SweepStatus.RUNNING and sweep.started_at is not None
+    runner.jobs[sweep_id] = (JobState.SUCCEEDED, "")
+    reconciler.run_once()
+    sweep = status(session_factory, alice, sweep_id)
+    assert sweep.status is SweepStatus.SUCCEEDED and sweep.finished_at is not None
+
+
+def test_dead_driver_is_resubmitted_under_a_new_job_id_up_to_the_limit(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    reconciler, runner, sweep_id = setup(session_factory, alice, limit=2)
+    reconciler.run_once()
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code -9")
+    reconciler.run_once()  # back to pending, counted
+    reconciler.run_once()  # resubmitted
+    assert runner.submitted[-1] == (f"{sweep_id}-retry1", sweep_id)
+    del runner.jobs[f"{sweep_id}-retry1"]  # the head restarted: the job is gone
+    reconciler.run_once()
+    reconciler.run_once()
+    assert runner.submitted[-1] == (f"{sweep_id}-retry2", sweep_id)
+    runner.jobs[f"{sweep_id}-retry2"] = (JobState.STOPPED, "")
+    reconciler.run_once()  # a third death: over the limit
+    sweep = status(session_factory, alice, sweep_id)
+    assert sweep.status is SweepStatus.FAILED and "resubmitted 2 times" in sweep.message
+
+
+def test_driver_exit_codes_one_and_two_fail_the_sweep_for_good(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    reconciler, runner, sweep_id = setup(session_factory, alice)
+    reconciler.run_once()
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1")
+    reconciler.run_once()
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.FAILED
+    assert len(runner.submitted) == 1
+    assert driver_failed_for_good("failed with exit code 2")
+    assert not driver_failed_for_good("failed with exit code 137")
+    assert not driver_failed_for_good("the worker died unexpectedly")
+
+
+def test_cancelling_sweep_is_stopped_then_cancelled(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    from sweep_service.store import transition_sweep
+
+    reconciler, runner, sweep_id = setup(session_factory, alice)
+    reconciler.run_once()
+    runner.jobs[sweep_id] = (JobState.RUNNING, "")
+    reconciler.run_once()
+    with session_factory() as session:
+        transition_sweep(session, sweep_id, SweepStatus.CANCELLING)
+    reconciler.run_once()
+    assert runner.stopped == [sweep_id]
+    reconciler.run_once()
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.CANCELLED
+
+
+def test_a_new_reconciler_picks_up_active_sweeps(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    # A restarted service: the first pass of a fresh reconciler follows the running job.
+    first, runner, sweep_id = setup(session_factory, alice)
+    first.run_once()
+    runner.jobs[sweep_id] = (JobState.SUCCEEDED, "")
+    Reconciler(session_factory, runner, max_resubmissions=2).run_once()
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.SUCCEEDED
