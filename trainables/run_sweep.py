@@ -148,8 +148,10 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
     options: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False}
     if settings.ray_address:
         ray.init(address=settings.ray_address, **options)
-    elif os.environ.get("RAY_ADDRESS"):  # a Ray Job's driver: join the job's cluster
-        ray.init(**options)
+    elif os.environ.get("RAY_ADDRESS"):
+        # A Ray Job's driver: join the job's cluster; the job's runtime env already
+        # carries the settings (Ray refuses a second one that repeats them).
+        ray.init(log_to_driver=False)
     else:
         ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
 
