@@ -7,9 +7,12 @@ Torch is never imported here: ``dicesweep run`` starts the sweep driver
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from search_spaces.presets import list_presets
 from search_spaces.reports import (
@@ -100,6 +103,79 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return subprocess.call(command)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The REST API with the embedded defaults (or the configured cluster and stores)."""
+    import logging
+
+    from sweep_service.serve import serve
+    from sweep_service.settings import ServiceSettings
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    serve(ServiceSettings(**overrides))
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    """Create, list or revoke API keys in the service's store."""
+    from sweep_service import store
+
+    settings = DicesweepSettings()
+    assert settings.database_url is not None  # derived by the settings' validator
+    settings.home.mkdir(parents=True, exist_ok=True)
+    store.upgrade(settings.database_url)
+    sessions = store.create_session_factory(store.create_engine_for(settings.database_url))
+    with sessions() as session:
+        if args.action == "create":
+            try:
+                owner = store.get_owner_by_name(session, args.owner)
+            except store.NotFoundError:
+                owner = store.create_owner(session, args.owner)
+            issued = store.create_api_key(session, owner.id)
+            print(issued.plain_key)
+            print(
+                f"key {issued.api_key.prefix} for owner {owner.name}; shown once", file=sys.stderr
+            )
+        elif args.action == "list":
+            owner = store.get_owner_by_name(session, args.owner)
+            for key in store.list_api_keys(session, owner.id):
+                revoked = f" revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else ""
+                print(f"{key.prefix}  created {key.created_at:%Y-%m-%d %H:%M}{revoked}")
+        else:
+            store.revoke_api_key(session, args.prefix)
+    return 0
+
+
+def _api() -> Any:
+    """An HTTP client of the service at ``DICESWEEP_API_URL`` with ``DICESWEEP_API_KEY``."""
+    import httpx
+
+    url = os.environ.get("DICESWEEP_API_URL", "http://127.0.0.1:8000")
+    key = os.environ.get("DICESWEEP_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def _show(response: Any) -> int:
+    print(json.dumps(response.json(), indent=2))
+    return 0 if response.is_success else 1
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Submit a sweep to the service (``DICESWEEP_API_URL``); prints the sweep."""
+    import yaml
+
+    text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text()
+    with _api() as api:
+        return _show(api.post("/v1/sweeps", json=yaml.safe_load(text)))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """A submitted sweep's status, trial counts and best trial."""
+    with _api() as api:
+        return _show(api.get(f"/v1/sweeps/{args.sweep_id}"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dicesweep", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -119,6 +195,25 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--metric", default="eval_f1")
     grid.add_argument("--output", type=Path, help="write here instead of standard output")
     grid.set_defaults(handler=cmd_grid)
+    serve = sub.add_parser("serve", help="the REST API (a local Ray head unless configured)")
+    serve.add_argument("--host", help="default: DICESWEEP_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: DICESWEEP_PORT or 8000")
+    serve.set_defaults(handler=cmd_serve)
+    submit = sub.add_parser("submit", help="submit a spec to the service (DICESWEEP_API_URL)")
+    submit.add_argument("spec", help="YAML/JSON spec file, or - for stdin")
+    submit.set_defaults(handler=cmd_submit)
+    status = sub.add_parser("status", help="a submitted sweep's status")
+    status.add_argument("sweep_id")
+    status.set_defaults(handler=cmd_status)
+    keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
+    keys_sub = keys.add_subparsers(dest="action", required=True)
+    create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
+    create.add_argument("--owner", required=True)
+    listing = keys_sub.add_parser("list", help="an owner's keys")
+    listing.add_argument("--owner", required=True)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
+    revoke.add_argument("prefix")
+    keys.set_defaults(handler=cmd_keys)
     ui = sub.add_parser("ui", help="the MLflow UI over the sweeps' tracking store")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=5000)

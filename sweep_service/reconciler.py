@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from sweep_service.runner import JobState, Runner, job_id
 from sweep_service.store import (
+    InvalidTransitionError,
     ResubmissionLimitError,
     StoreError,
     Sweep,
@@ -81,7 +82,11 @@ class Reconciler:
         job = job_id(sweep.id, sweep.resubmissions)
         if sweep.status is SweepStatus.PENDING:
             self._runner.submit(job, sweep.id, sweep.spec)
-            transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, job_status="PENDING")
+            try:
+                transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, job_status="PENDING")
+            except InvalidTransitionError:
+                # Cancelled while its job was being submitted: stop the job just started.
+                self._runner.stop(job)
             return
         state, message = self._runner.state(job)
         if sweep.status is SweepStatus.CANCELLING:

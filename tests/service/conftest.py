@@ -28,6 +28,12 @@ from sweep_service.store import (
     normalise_url,
     upgrade,
 )
+from tests.service.api_fixtures import (  # noqa: F401 (the API tests' fixtures)
+    api,
+    installed_datasets,
+    make_api,
+    tracking,
+)
 
 POSTGRES_URL_VARIABLE = "DICESWEEP_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -126,3 +126,22 @@ def test_a_new_reconciler_picks_up_active_sweeps(
     runner.jobs[sweep_id] = (JobState.SUCCEEDED, "")
     Reconciler(session_factory, runner, max_resubmissions=2).run_once()
     assert status(session_factory, alice, sweep_id).status is SweepStatus.SUCCEEDED
+
+
+def test_a_sweep_cancelled_while_being_submitted_has_its_job_stopped(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    from sweep_service.store import transition_sweep
+
+    reconciler, runner, sweep_id = setup(session_factory, alice)
+    submit = runner.submit
+
+    def cancel_then_submit(job: str, sweep: str, spec: Mapping[str, Any]) -> None:
+        with session_factory() as session:  # the cancel route wins the race
+            transition_sweep(session, sweep, SweepStatus.CANCELLED)
+        submit(job, sweep, spec)
+
+    runner.submit = cancel_then_submit  # type: ignore[method-assign]
+    reconciler.run_once()
+    assert runner.stopped == [sweep_id]
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.CANCELLED

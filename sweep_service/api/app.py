@@ -1,0 +1,52 @@
+"""``create_app``: the FastAPI application, built from what it is given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+
+from sweep_service.api.deps import Services
+from sweep_service.api.errors import install_error_handlers
+from sweep_service.api.limits import BodySizeLimit
+from sweep_service.api.main import api_router, route_templates
+from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
+from sweep_service.runner import Runner
+from sweep_service.settings import ServiceSettings
+
+DESCRIPTION = """Loss-function ablation sweeps ("Dice Loss for Data-imbalanced NLP Tasks")
+run as Ray Tune studies and tracked in MLflow.
+
+Send an API key as `Authorization: Bearer <key>` or `X-API-Key: <key>`; a service on a
+loopback address with no keys created needs none. Errors read
+`{"detail": ..., "code": ...}`; quotas answer 429."""
+
+
+def create_app(
+    settings: ServiceSettings,
+    *,
+    session_factory: Callable[[], Session],
+    runner: Runner,
+    tracking: MlflowClient | None = None,
+) -> FastAPI:
+    """The API over the store sessions of ``session_factory``, stopping jobs through
+    ``runner`` and reading trials from ``tracking`` (default: a client of
+    ``settings.mlflow_tracking_uri``). Nothing is started or connected here; the
+    store must already be migrated (``sweep_service.store.upgrade``)."""
+    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION)
+    metrics = ApiMetrics()
+    app.state.services = Services(
+        settings=settings,
+        session_factory=session_factory,
+        runner=runner,
+        tracking=tracking or MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri)),
+        metrics=metrics,
+    )
+    install_error_handlers(app)
+    # The last added runs first: metrics see every answer, 413s included.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
+    app.include_router(api_router())
+    return app

@@ -1,0 +1,96 @@
+"""What routes depend on, as named ``Annotated`` aliases: the injected services, a
+store session per request, the authenticated owner and the owner's sweep of the path.
+
+Everything comes from the ``Services`` that ``create_app`` puts on ``app.state``; no
+module holds a global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+
+from sweep_service.api.auth import request_owner
+from sweep_service.api.metrics import ApiMetrics
+from sweep_service.runner import Runner
+from sweep_service.settings import ServiceSettings
+from sweep_service.store import Owner, Sweep, get_sweep
+
+
+@dataclass(frozen=True)
+class Services:
+    """The side effects an app is built with (see ``create_app``)."""
+
+    settings: ServiceSettings
+    session_factory: Callable[[], Session]
+    runner: Runner
+    tracking: MlflowClient
+    metrics: ApiMetrics
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_settings(services: ServicesDep) -> ServiceSettings:
+    return services.settings
+
+
+def get_runner(services: ServicesDep) -> Runner:
+    return services.runner
+
+
+def get_tracking(services: ServicesDep) -> MlflowClient:
+    return services.tracking
+
+
+def get_metrics(services: ServicesDep) -> ApiMetrics:
+    return services.metrics
+
+
+def get_session(services: ServicesDep) -> Iterator[Session]:
+    """One store session per request, closed after the response."""
+    with services.session_factory() as session:
+        yield session
+
+
+SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
+RunnerDep = Annotated[Runner, Depends(get_runner)]
+TrackingDep = Annotated[MlflowClient, Depends(get_tracking)]
+MetricsDep = Annotated[ApiMetrics, Depends(get_metrics)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_owner(request: Request, session: SessionDep, settings: SettingsDep) -> Owner:
+    """The authenticated owner (see ``auth``); raises what ``request_owner`` raises."""
+    owner = request_owner(request, session, settings)
+    # End the read transaction: on SQLite every transaction holds the database's one
+    # write lock, which must not stay taken while a route waits on MLflow or Ray.
+    session.commit()
+    return owner
+
+
+OwnerDep = Annotated[Owner, Depends(get_owner)]
+
+
+def get_owned_sweep(sweep_id: str, session: SessionDep, owner: OwnerDep) -> Sweep:
+    """The owner's sweep ``sweep_id`` of the path.
+
+    Raises:
+        NotFoundError: no such sweep, or another owner's (404 alike).
+    """
+    sweep = get_sweep(session, owner.id, sweep_id)
+    session.commit()  # as in ``get_owner``: release SQLite's write lock
+    return sweep
+
+
+SweepDep = Annotated[Sweep, Depends(get_owned_sweep)]

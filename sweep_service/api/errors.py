@@ -1,0 +1,143 @@
+"""The API's one error table: every refusal has a code, every code one HTTP status.
+
+Store errors carry their code (``StoreError.code``); ``ApiError`` carries one of the
+codes below; the few outside exceptions the routes let through map to a code in
+``CODE_BY_EXCEPTION``. Every error body reads ``{"detail": ..., "code": ...}``:
+``detail`` is a message, or for invalid input a list of
+``{"loc": [...], "msg": ..., "type": ...}`` naming each field and the rule it breaks.
+
+Quotas answer 429, as the store documents for ``quota_exceeded``: the concurrency
+quota frees up as sweeps finish; the per-sweep quotas (trials, GPUs per trial) never
+do for the same spec, and the message says which quota and which limits apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from search_spaces.errors import SpecError, SpecIssue
+from search_spaces.presets import UnknownPresetError
+from sweep_service.results import SweepNotFoundError
+from sweep_service.store import StoreError
+
+STATUS_BY_CODE: Final[dict[str, int]] = {
+    # The store's codes (sweep_service.store.errors).
+    "not_found": 404,
+    "conflict": 409,
+    "idempotency_mismatch": 422,  # an Idempotency-Key reused with another body
+    "invalid_transition": 409,  # e.g. cancelling a finished sweep
+    "resubmission_limit": 409,
+    "quota_exceeded": 429,
+    "authentication_failed": 401,
+    "invalid_argument": 400,  # e.g. a page token no earlier page gave
+    # The API's own.
+    "invalid_spec": 422,  # the sweep spec, its data sets or its model path
+    "invalid_request": 422,  # a body, query or header of the wrong shape
+    "unknown_preset": 404,
+    "no_results": 409,  # a grid asked of a sweep without finished trials
+    "method_not_allowed": 405,
+    "request_too_large": 413,
+    "runner_unavailable": 503,  # the cluster did not take a stop request
+    "tracking_unavailable": 503,  # MLflow did not answer
+    "store_unavailable": 503,
+}
+
+CODE_BY_EXCEPTION: Final[tuple[tuple[type[Exception], str], ...]] = (
+    (SpecError, "invalid_spec"),
+    (UnknownPresetError, "unknown_preset"),
+    (SweepNotFoundError, "no_results"),
+)
+
+# Codes for the framework's own refusals (an unknown path or method).
+_CODE_BY_FRAMEWORK_STATUS: Final[dict[int, str]] = {404: "not_found", 405: "method_not_allowed"}
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+class ApiError(StarletteHTTPException):
+    """A refusal by the API itself; ``code`` is a key of ``STATUS_BY_CODE``.
+
+    An HTTP exception so that one raised while FastAPI reads a body (the size limit)
+    reaches the handlers instead of being turned into a generic 400.
+
+    Raises:
+        KeyError: ``code`` is not in ``STATUS_BY_CODE``.
+    """
+
+    def __init__(self, code: str, detail: str | list[dict[str, Any]]) -> None:
+        super().__init__(STATUS_BY_CODE[code], detail if isinstance(detail, str) else None)
+        self.code = code
+        self.body = detail  # what the error body's ``detail`` holds
+
+
+def spec_loc(path: str) -> list[str | int]:
+    """``"search_space.losses[2].alpha"`` -> ``["body", "search_space", "losses", 2, "alpha"]``."""
+    parts: list[str | int] = ["body"]
+    for name, index in _PATH_PART.findall(path):
+        parts.append(int(index) if index else name)
+    return parts
+
+
+def issue_details(issues: Sequence[SpecIssue]) -> list[dict[str, Any]]:
+    """Each issue as ``{"loc", "msg", "type"}``, the shape of FastAPI's own 422s."""
+    return [{"loc": spec_loc(i.path), "msg": i.message, "type": "spec_rule"} for i in issues]
+
+
+def error_response(
+    code: str, detail: Any, headers: Mapping[str, str] | None = None, status: int | None = None
+) -> JSONResponse:
+    """The one error body for ``code``, with the code's status from the table
+    (``status`` only for the framework's own refusals outside the table)."""
+    headers = dict(headers or {})
+    if code == "authentication_failed":
+        headers["WWW-Authenticate"] = "Bearer"
+    body = {"detail": jsonable_encoder(detail), "code": code}
+    return JSONResponse(body, status_code=status or STATUS_BY_CODE[code], headers=headers)
+
+
+def _code_of(error: Exception) -> str:
+    """The table's code for a store error or an outside exception.
+
+    Raises:
+        TypeError: an exception the table does not know.
+    """
+    if isinstance(error, StoreError):
+        return error.code
+    for kind, code in CODE_BY_EXCEPTION:
+        if isinstance(error, kind):
+            return code
+    raise TypeError(f"no error code for {type(error).__name__}")
+
+
+async def _handle(request: Request, error: Exception) -> JSONResponse:
+    """Every handled refusal, answered from the table."""
+    if isinstance(error, SpecError):
+        return error_response("invalid_spec", issue_details(error.issues))
+    if isinstance(error, ApiError):
+        return error_response(error.code, error.body, error.headers)
+    if isinstance(error, RequestValidationError):
+        details = [
+            {"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+            for item in error.errors()
+        ]
+        return error_response("invalid_request", details)
+    if isinstance(error, StarletteHTTPException):  # the framework's: unknown path, method
+        code = _CODE_BY_FRAMEWORK_STATUS.get(error.status_code, "http_error")
+        return error_response(code, error.detail, error.headers, status=error.status_code)
+    # A lookup error's str() is its repr; its message is the first argument.
+    detail = str(error.args[0]) if error.args else str(error)
+    return error_response(_code_of(error), detail)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every known refusal from the table, in the one error body."""
+    kinds = (StoreError, RequestValidationError, StarletteHTTPException, *dict(CODE_BY_EXCEPTION))
+    for kind in kinds:
+        app.add_exception_handler(kind, _handle)

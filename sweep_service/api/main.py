@@ -1,0 +1,36 @@
+"""The API's routers joined: every resource under ``/v1``; health and metrics beside."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
+
+from sweep_service.api.routes import API_PREFIX, health, search_spaces, sweeps
+
+ROUTERS: tuple[tuple[str, APIRouter], ...] = (
+    (API_PREFIX, sweeps.router),
+    (API_PREFIX, search_spaces.router),
+    ("", health.router),
+)
+
+
+def api_router() -> APIRouter:
+    """Every route of the API, each router under its prefix."""
+    joined = APIRouter()
+    for prefix, router in ROUTERS:
+        joined.include_router(router, prefix=prefix)
+    return joined
+
+
+def route_templates() -> dict[Callable[..., Any], str]:
+    """Each endpoint's path template as served, e.g. ``/v1/sweeps/{sweep_id}``: what
+    metrics are labelled with (never the concrete path, whose ids are unbounded)."""
+    return {
+        route.endpoint: prefix + route.path
+        for prefix, router in ROUTERS
+        for route in router.routes
+        if isinstance(route, APIRoute)
+    }

@@ -1,0 +1,30 @@
+"""``/healthz`` (no key needed) and ``/metrics`` (Prometheus), outside ``/v1``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from sweep_service.api.deps import MetricsDep, OwnerDep, SessionDep
+from sweep_service.api.errors import ApiError
+from sweep_service.api.schemas import HealthPublic
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", responses={503: {"description": "the store does not answer"}})
+def healthz(session: SessionDep) -> HealthPublic:
+    """Whether the service and its store answer (a trivial query)."""
+    try:
+        session.execute(text("SELECT 1"))
+    except SQLAlchemyError as error:
+        raise ApiError("store_unavailable", "the store does not answer") from error
+    return HealthPublic(status="ok")
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(owner: OwnerDep, collected: MetricsDep) -> Response:
+    """Request counts and latencies by route template and status, sweeps submitted."""
+    return Response(collected.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,179 @@
+"""``/v1/sweeps``: submit, list, inspect and cancel sweeps; their trials and tables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Query, Response, status
+
+from search_spaces.presets import list_presets
+from sweep_service.api.deps import (
+    MetricsDep,
+    OwnerDep,
+    RunnerDep,
+    SessionDep,
+    SettingsDep,
+    SweepDep,
+    TrackingDep,
+)
+from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
+from sweep_service.api.operations import cancel_sweep, submit_sweep
+from sweep_service.api.routes import API_PREFIX
+from sweep_service.api.schemas import (
+    SweepCreate,
+    SweepDetail,
+    SweepLinks,
+    SweepPublic,
+    SweepsPublic,
+    TrialsPublic,
+)
+from sweep_service.api.trials import (
+    best_trial,
+    from_mlflow,
+    mlflow_links,
+    sweep_trials,
+    trial_counts,
+    trial_page,
+)
+from sweep_service.results import trial_rows
+from sweep_service.store import Sweep, list_sweeps
+from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
+from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+
+router = APIRouter(prefix="/sweeps", tags=["sweeps"])
+
+# One example request per preset in the OpenAPI page: each runs as it stands.
+PRESET_EXAMPLES: dict[str, Any] = {
+    preset.name: {"summary": preset.description, "value": {"extends": preset.name}}
+    for preset in list_presets()
+}
+SpecBody = Annotated[SweepCreate, Body(openapi_examples=PRESET_EXAMPLES)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=IDEMPOTENCY_KEY_LENGTH,
+        description="a retry with the same key and body returns the first sweep (200)",
+    ),
+]
+LimitQuery = Annotated[
+    int,
+    Query(ge=1, description=f"page size; more than {MAX_PAGE_SIZE} is served as {MAX_PAGE_SIZE}"),
+]
+TokenQuery = Annotated[str | None, Query(description="next_page_token of the page before")]
+
+
+def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, None)) -> SweepLinks:
+    """The API's links for ``sweep``, and the MLflow UI's when known."""
+    base = f"{API_PREFIX}{router.prefix}/{sweep.id}"
+    return SweepLinks(
+        sweep=base,
+        trials=f"{base}/trials",
+        grid=f"{base}/grid",
+        cancel=f"{base}/cancel",
+        mlflow_experiment=mlflow[0],
+        mlflow_run=mlflow[1],
+    )
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": SweepPublic, "description": "a retry: the sweep of the first request"},
+        422: {"description": "invalid spec (each field and rule), or a reused Idempotency-Key"},
+        429: {"description": "a quota (trials per sweep, GPUs per trial, concurrent sweeps)"},
+    },
+)
+def create_sweep(
+    spec: SpecBody,
+    response: Response,
+    session: SessionDep,
+    owner: OwnerDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> SweepPublic:
+    """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
+    sweep, created = submit_sweep(session, owner, settings, spec.root, idempotency_key)
+    if created:
+        metrics.sweeps_submitted.inc()
+    else:
+        response.status_code = status.HTTP_200_OK
+    return SweepPublic.of(sweep, sweep_links(sweep))
+
+
+@router.get("")
+def read_sweeps(
+    session: SessionDep,
+    owner: OwnerDep,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    page_token: TokenQuery = None,
+) -> SweepsPublic:
+    """The owner's sweeps, newest first, one page at a time."""
+    page = list_sweeps(session, owner.id, limit=limit, page_token=page_token)
+    data = [SweepPublic.of(sweep, sweep_links(sweep)) for sweep in page.items]
+    return SweepsPublic(data=data, count=page.total, next_page_token=page.next_page_token)
+
+
+@router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
+def read_sweep(sweep: SweepDep, tracking: TrackingDep) -> SweepDetail:
+    """A sweep with its trials by state and its best trial so far (from MLflow)."""
+    rows = sweep_trials(tracking, sweep.id)
+    return SweepDetail.of(
+        sweep,
+        sweep_links(sweep, mlflow_links(tracking, sweep)),
+        trials=trial_counts(rows, sweep.trial_count),
+        best_trial=best_trial(rows),
+    )
+
+
+@router.get("/{sweep_id}/trials")
+def read_trials(
+    sweep: SweepDep,
+    tracking: TrackingDep,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    page_token: TokenQuery = None,
+) -> TrialsPublic:
+    """The sweep's trials as MLflow holds them, one page at a time."""
+    rows = sweep_trials(tracking, sweep.id)
+    data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token)
+    return TrialsPublic(data=data, count=len(rows), next_page_token=next_token)
+
+
+@router.get(
+    "/{sweep_id}/grid",
+    response_class=Response,
+    responses={
+        200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
+        409: {"description": "no finished trials yet"},
+        422: {"description": "an unknown rows, cols or metric (the valid ones are listed)"},
+    },
+)
+def read_grid(
+    sweep: SweepDep,
+    tracking: TrackingDep,
+    rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
+    cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
+    metric: str = "eval_f1",
+    fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
+) -> Response:
+    """The sweep's table over its finished trials: mean ± std over seeds per cell and
+    the delta against ``ce``; the paper's layout unless ``rows``/``cols`` are given."""
+    finished = finished_rows(from_mlflow(lambda: trial_rows(tracking, sweep.id)), sweep.id)
+    content, media_type = render(build_table(finished, rows, cols, metric), fmt)
+    return Response(content, media_type=media_type)
+
+
+@router.post(
+    "/{sweep_id}/cancel",
+    responses={
+        409: {"description": "the sweep has finished"},
+        503: {"description": "the cluster did not take the stop request; retry"},
+    },
+)
+def cancel(sweep: SweepDep, session: SessionDep, runner: RunnerDep) -> SweepPublic:
+    """Ask the sweep to stop: ``cancelling`` until its job has stopped, or straight to
+    ``cancelled`` when it was never submitted."""
+    cancelled = cancel_sweep(session, runner, sweep)
+    return SweepPublic.of(cancelled, sweep_links(cancelled))

@@ -1,0 +1,138 @@
+"""What the API reads and answers: ``SweepCreate`` in, ``SweepPublic`` and friends out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, Field, RootModel
+
+from sweep_service.store import Sweep, SweepStatus
+
+ParamValue = bool | int | float | str
+
+
+class SweepCreate(RootModel[dict[str, Any]]):
+    """A sweep spec: the same shape as a YAML spec file, e.g. ``{"extends": "smoke"}``.
+    Validated as a whole by ``search_spaces.spec.resolve_spec``."""
+
+
+class SweepLinks(BaseModel):
+    """Where to look next. The MLflow links are absent until the sweep's driver has
+    created its parent run."""
+
+    sweep: str
+    trials: str
+    grid: str
+    cancel: str
+    mlflow_experiment: str | None = None
+    mlflow_run: str | None = None
+
+
+class SweepPublic(BaseModel):
+    """A sweep as an owner sees it."""
+
+    id: str
+    name: str
+    status: SweepStatus
+    preset: str | None
+    trial_count: int
+    gpus_per_trial: float
+    message: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: SweepLinks
+
+    @classmethod
+    def of(cls, sweep: Sweep, links: SweepLinks, **extra: Any) -> Self:
+        """The view of ``sweep``; ``extra`` fills the fields a subclass adds."""
+        names = [name for name in SweepPublic.model_fields if name != "links"]
+        stored = {name: getattr(sweep, name) for name in names}
+        return cls(**stored, links=links, **extra)
+
+
+class SweepsPublic(BaseModel):
+    """One page of an owner's sweeps, newest first; ``count`` is all of them."""
+
+    data: list[SweepPublic]
+    count: int
+    next_page_token: str | None
+
+
+class TrialCounts(BaseModel):
+    """Trials by state, from their MLflow runs: ``done`` FINISHED, ``failed`` FAILED or
+    KILLED, ``running`` RUNNING; ``pending`` the rest of the sweep's trial count."""
+
+    pending: int
+    running: int
+    done: int
+    failed: int
+
+
+class BestTrial(BaseModel):
+    """The trial with the highest ``eval_f1`` so far."""
+
+    run_id: str
+    loss: str  # the loss label, e.g. "dsc(alpha=0.1)"
+    seed: int
+    dataset: str
+    variant: str
+    eval_f1: float  # in percent, as the trials report it
+
+
+class SweepDetail(SweepPublic):
+    """A sweep with its trials' progress and best trial so far."""
+
+    trials: TrialCounts
+    best_trial: BestTrial | None
+
+
+class TrialPublic(BaseModel):
+    """One trial: its MLflow run, loss, data, seed, loss parameters and metrics."""
+
+    run_id: str
+    status: str  # the MLflow run status: RUNNING, FINISHED, FAILED, KILLED
+    loss: str
+    loss_name: str
+    dataset: str
+    variant: str
+    seed: int
+    params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
+    metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
+
+
+class TrialsPublic(BaseModel):
+    """One page of a sweep's trials, ordered by loss, data set, variant, seed, run id."""
+
+    data: list[TrialPublic]
+    count: int
+    next_page_token: str | None
+
+
+class SearchSpacePublic(BaseModel):
+    """A preset: its name, what it runs and how many trials that is."""
+
+    name: str
+    description: str
+    trial_count: int
+
+
+class SearchSpacesPublic(BaseModel):
+    """Every preset, by name."""
+
+    data: list[SearchSpacePublic]
+    count: int
+
+
+class SearchSpaceDetail(SearchSpacePublic):
+    """A preset with its whole resolved spec (its ``extends`` applied)."""
+
+    spec: dict[str, Any] = Field(description="the resolved sweep spec")
+
+
+class HealthPublic(BaseModel):
+    """The service answers and its store does too."""
+
+    status: Literal["ok"]

@@ -1,0 +1,191 @@
+"""Fixtures and helpers for the API tests: a recording runner, apps over the real
+store, and an MLflow store on SQLite filled with trial runs as the driver writes them
+(the tags and params of ``trainables.tracking``, written here without torch)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from search_spaces.datasets import DATASETS
+from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
+from search_spaces.reports import loss_label
+from sweep_service.api import create_app
+from sweep_service.runner import JobState
+from sweep_service.settings import ServiceSettings
+from sweep_service.store import Sweep
+
+INSTALLED = ("mrpc",)  # the data sets whose trial files the generated folder holds
+
+
+@dataclass
+class FakeRunner:
+    """A runner that records what it is asked and never reaches a cluster."""
+
+    submitted: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+        self.submitted.append(job)
+
+    def state(self, job: str) -> tuple[JobState, str]:
+        return JobState.MISSING, ""
+
+    def stop(self, job: str) -> None:
+        self.stopped.append(job)
+
+
+@dataclass
+class Api:
+    """An app under test, its client and what it was built with."""
+
+    client: TestClient
+    runner: FakeRunner
+    settings: ServiceSettings
+
+
+MakeApi = Callable[..., Api]
+
+
+@dataclass(frozen=True)
+class FakeTrial:
+    """One trial run to write: its loss spec, data, seed, final status and eval_f1."""
+
+    loss: dict[str, Any]
+    seed: int = 0
+    dataset: str = "mrpc"
+    variant: str = "original"
+    status: str = "FINISHED"
+    eval_f1: float | None = None
+
+
+@pytest.fixture(scope="session")
+def tracking(tmp_path_factory: pytest.TempPathFactory) -> MlflowClient:
+    """An MLflow store on SQLite shared by the session's tests: creating one costs
+    seconds, and each test writes runs under its own sweep ids."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    client = MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+    client.create_experiment(EXPERIMENT, artifact_location=str(folder / "artifacts"))
+    return client
+
+
+@pytest.fixture
+def installed_datasets(tmp_path: Path) -> Path:
+    """A data-sets folder holding the train and eval files of ``INSTALLED`` only."""
+    root = tmp_path / "datasets"
+    for name in INSTALLED:
+        for relative in DATASETS[name].files.values():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text("generated for the API tests\n")
+    return root
+
+
+@pytest.fixture
+def make_api(
+    session_factory: sessionmaker[Session],
+    tracking: MlflowClient,
+    installed_datasets: Path,
+    tmp_path: Path,
+) -> Iterator[MakeApi]:
+    """Build apps over the test's store and ``tracking`` (or ``tracking_client``);
+    other keyword arguments override the settings (default: loopback host, the
+    generated data sets)."""
+    clients: list[TestClient] = []
+
+    def build(tracking_client: MlflowClient | None = None, **overrides: Any) -> Api:
+        values: dict[str, Any] = {
+            "home": tmp_path / "home",
+            "datasets_dir": installed_datasets,
+            "mlflow_tracking_uri": tracking.tracking_uri,
+            "host": "127.0.0.1",
+            **overrides,
+        }
+        settings = ServiceSettings(**values)
+        runner = FakeRunner()
+        app = create_app(
+            settings,
+            session_factory=session_factory,
+            runner=runner,
+            tracking=tracking_client or tracking,
+        )
+        clients.append(TestClient(app))
+        return Api(clients[-1], runner, settings)
+
+    yield build
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def api(make_api: MakeApi) -> Api:
+    """An app on a loopback address (no keys needed until one exists)."""
+    return make_api()
+
+
+def bearer(plain_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {plain_key}"}
+
+
+def stored_sweeps(session_factory: sessionmaker[Session]) -> int:
+    """How many sweeps the store holds, read in a session of its own (an open test
+    session would hold SQLite's write lock and stall the app)."""
+    with session_factory() as session:
+        return session.scalar(select(func.count()).select_from(Sweep)) or 0
+
+
+def experiment_id(client: MlflowClient) -> str:
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    assert experiment is not None
+    return str(experiment.experiment_id)
+
+
+def write_parent(client: MlflowClient, sweep_id: str) -> str:
+    """The sweep's parent run, tagged as the driver tags it; returns its id."""
+    tags = {SWEEP_TAG: sweep_id, ROLE_TAG: "sweep"}
+    return str(client.create_run(experiment_id(client), tags=tags).info.run_id)
+
+
+def write_trials(client: MlflowClient, sweep_id: str, trials: Sequence[FakeTrial]) -> list[str]:
+    """One trial run per ``trials``, with the driver's tags, params and final status."""
+    experiment, run_ids = experiment_id(client), []
+    for index, trial in enumerate(trials):
+        run = client.create_run(experiment, tags=_trial_tags(sweep_id, f"t{index}", trial))
+        run_id = str(run.info.run_id)
+        metrics = []
+        if trial.eval_f1 is not None:
+            metrics = [Metric("eval_f1", trial.eval_f1, int(time.time() * 1000), 0)]
+        client.log_batch(run_id, params=_trial_params(trial), metrics=metrics)
+        if trial.status != "RUNNING":
+            client.set_terminated(run_id, trial.status)
+        run_ids.append(run_id)
+    return run_ids
+
+
+def _trial_tags(sweep_id: str, trial_id: str, trial: FakeTrial) -> dict[str, str]:
+    return {
+        SWEEP_TAG: sweep_id,
+        TRIAL_TAG: trial_id,
+        ROLE_TAG: "trial",
+        "dicesweep.loss": str(trial.loss["name"]),
+        LOSS_LABEL_TAG: loss_label(trial.loss),
+        "dicesweep.seed": str(trial.seed),
+        "dicesweep.dataset": trial.dataset,
+        "dicesweep.variant": trial.variant,
+    }
+
+
+def _trial_params(trial: FakeTrial) -> list[Param]:
+    params = {"loss": str(trial.loss["name"])}
+    params.update({f"loss.{k}": str(v) for k, v in trial.loss.items() if k != "name"})
+    params.update(dataset=trial.dataset, variant=trial.variant, seed=str(trial.seed))
+    return [Param(key, value) for key, value in params.items()]

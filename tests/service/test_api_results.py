@@ -1,0 +1,153 @@
+"""A sweep's trials and its table, read from MLflow runs written as the driver writes them."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+import pytest
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+
+from sweep_service.store import Owner, create_api_key, create_sweep
+from tests.service.api_fixtures import Api, FakeTrial, bearer, write_trials
+from tests.service.factories import make_draft
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TRIALS = [
+    FakeTrial({"name": "ce"}, seed=0, eval_f1=80.0),
+    FakeTrial({"name": "ce"}, seed=1, eval_f1=82.0),
+    FakeTrial({"name": "dsc", "alpha": 0.1}, seed=0, eval_f1=84.0),
+    FakeTrial({"name": "dsc", "alpha": 0.1}, seed=1, eval_f1=86.0),
+    FakeTrial({"name": "focal", "gamma": 2}, seed=0, status="FAILED"),
+]
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A sweep of alice's whose trials are in MLflow."""
+
+    path: str
+    headers: dict[str, str]
+    run_ids: list[str]
+
+
+@pytest.fixture
+def tracked(session: Session, alice: Owner, tracking: MlflowClient) -> Tracked:
+    sweep = create_sweep(session, alice.id, make_draft(trials=6)).sweep
+    run_ids = write_trials(tracking, sweep.id, TRIALS)
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    return Tracked(f"/v1/sweeps/{sweep.id}", headers, run_ids)
+
+
+def test_trials_come_in_pages_in_a_stable_order(api: Api, tracked: Tracked) -> None:
+    first = api.client.get(f"{tracked.path}/trials?limit=3", headers=tracked.headers).json()
+    assert first["count"] == 5
+    token = first["next_page_token"]
+    rest = api.client.get(
+        f"{tracked.path}/trials", params={"page_token": token}, headers=tracked.headers
+    ).json()
+    assert rest["next_page_token"] is None
+    trials = first["data"] + rest["data"]
+    assert [(t["loss"], t["seed"]) for t in trials] == [
+        ("ce", 0),
+        ("ce", 1),
+        ("dsc(alpha=0.1)", 0),
+        ("dsc(alpha=0.1)", 1),
+        ("focal(gamma=2)", 0),
+    ]
+    dsc = trials[2]
+    assert dsc["run_id"] == tracked.run_ids[2]
+    assert (dsc["status"], dsc["loss_name"], dsc["dataset"], dsc["variant"]) == (
+        "FINISHED",
+        "dsc",
+        "mrpc",
+        "original",
+    )
+    assert dsc["params"] == {"alpha": 0.1}
+    assert dsc["metrics"] == {"eval_f1": 84.0}
+    assert trials[4]["status"] == "FAILED" and trials[4]["metrics"] == {}
+
+
+def test_trials_of_a_sweep_without_runs_are_an_empty_page(api: Api) -> None:
+    created = api.client.post("/v1/sweeps", json={"extends": "smoke"}).json()
+    page = api.client.get(f"/v1/sweeps/{created['id']}/trials").json()
+    assert page == {"data": [], "count": 0, "next_page_token": None}
+    bad = api.client.get(f"/v1/sweeps/{created['id']}/trials", params={"page_token": "x"})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_argument"
+
+
+def test_the_grid_in_json_has_the_paper_layout_and_deltas_against_ce(
+    api: Api, tracked: Tracked
+) -> None:
+    response = api.client.get(f"{tracked.path}/grid", headers=tracked.headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    table = response.json()
+    assert (table["rows_key"], table["cols_key"], table["baseline"]) == ("loss", "dataset", "ce")
+    assert table["rows"] == ["ce", "dsc(alpha=0.1)"]  # the failed focal trial has no value
+    cells = {cell["row"]: cell for cell in table["cells"]}
+    assert cells["dsc(alpha=0.1)"]["mean"] == pytest.approx(85.0)
+    assert cells["dsc(alpha=0.1)"]["delta"] == pytest.approx(4.0)
+    assert cells["ce"]["count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("fmt", "media_type", "marker"),
+    [
+        ("csv", "text/csv", b"loss,dataset,mean,std,count,delta"),
+        ("markdown", "text/markdown", b"| loss "),
+        ("latex", "application/x-latex", b"\\toprule"),
+        ("png", "image/png", PNG_SIGNATURE),
+    ],
+)
+def test_the_grid_renders_in_each_format(
+    api: Api, tracked: Tracked, fmt: str, media_type: str, marker: bytes
+) -> None:
+    response = api.client.get(f"{tracked.path}/grid?format={fmt}", headers=tracked.headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"].split(";")[0] == media_type
+    assert marker in response.content[:200]
+    if fmt == "png":
+        assert response.content.startswith(PNG_SIGNATURE)
+
+
+def test_the_grid_takes_other_rows_and_columns(api: Api, tracked: Tracked) -> None:
+    params = {"rows": "seed", "cols": "loss", "format": "csv"}
+    response = api.client.get(f"{tracked.path}/grid", params=params, headers=tracked.headers)
+    lines = list(csv.DictReader(io.StringIO(response.text)))
+    assert {(line["seed"], line["loss"]) for line in lines} == {
+        (seed, loss) for seed in ("0", "1") for loss in ("ce", "dsc(alpha=0.1)")
+    }
+    assert all(line["delta"] == "" for line in lines)  # no baseline unless rows are losses
+
+
+def test_unknown_grid_columns_are_refused_naming_the_valid_ones(api: Api, tracked: Tracked) -> None:
+    params = {"rows": "colour", "metric": "eval_bleu"}
+    refused = api.client.get(f"{tracked.path}/grid", params=params, headers=tracked.headers)
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "invalid_request"
+    problems = {tuple(item["loc"]): item["msg"] for item in refused.json()["detail"]}
+    valid = "dataset, loss, loss_name, param_alpha, param_gamma, seed, variant"
+    assert problems == {
+        ("query", "rows"): f"unknown column 'colour'; valid: {valid}",
+        ("query", "metric"): "unknown metric 'eval_bleu'; valid: eval_f1",
+    }
+
+
+def test_a_grid_without_finished_trials_is_a_conflict(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    sweep = create_sweep(session, alice.id, make_draft()).sweep
+    untracked = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers)
+    assert untracked.status_code == 409
+    assert untracked.json() == {
+        "detail": f"no trials found for sweep {sweep.id!r}",
+        "code": "no_results",
+    }
+    write_trials(tracking, sweep.id, [FakeTrial({"name": "ce"}, status="RUNNING", eval_f1=50.0)])
+    running = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers)
+    assert running.status_code == 409
+    assert running.json()["detail"] == f"sweep {sweep.id!r} has no finished trials yet"

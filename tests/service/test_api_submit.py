@@ -1,0 +1,208 @@
+"""POST /v1/sweeps: stored pending and never sent to Ray on the request; every refusal
+names the field and the rule and stores nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from search_spaces.datasets import DATASETS
+from sweep_service.store import Owner, create_api_key, create_owner, get_sweep
+from tests.service.api_fixtures import Api, MakeApi, bearer, stored_sweeps
+
+
+def test_a_sweep_is_stored_pending_and_not_submitted(
+    api: Api, session_factory: sessionmaker[Session]
+) -> None:
+    response = api.client.post("/v1/sweeps", json={"extends": "smoke"})
+    assert response.status_code == 201
+    body = response.json()
+    assert body["status"] == "pending"
+    assert (body["name"], body["preset"], body["trial_count"]) == ("smoke", "smoke", 2)
+    assert body["links"]["sweep"] == f"/v1/sweeps/{body['id']}"
+    assert body["links"]["grid"] == f"/v1/sweeps/{body['id']}/grid"
+    assert api.runner.submitted == []  # the reconciler submits, after the store write
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_retry_with_the_same_idempotency_key_returns_the_first_sweep(
+    api: Api, session_factory: sessionmaker[Session]
+) -> None:
+    headers = {"Idempotency-Key": "submit-1"}
+    first = api.client.post("/v1/sweeps", json={"extends": "smoke"}, headers=headers)
+    again = api.client.post("/v1/sweeps", json={"extends": "smoke"}, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_the_same_idempotency_key_with_another_body_is_refused(
+    api: Api, session_factory: sessionmaker[Session]
+) -> None:
+    headers = {"Idempotency-Key": "submit-1"}
+    api.client.post("/v1/sweeps", json={"extends": "smoke"}, headers=headers)
+    other = {"extends": "smoke", "seeds": [1]}
+    refused = api.client.post("/v1/sweeps", json=other, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "idempotency_mismatch"
+    assert "submit-1" in refused.json()["detail"]
+    assert stored_sweeps(session_factory) == 1
+
+
+SMOKE = {"extends": "smoke"}
+INVALID_SPECS: dict[str, tuple[dict[str, Any], list[Any], str]] = {
+    "unknown-loss": (
+        {**SMOKE, "search_space": {"losses": [{"name": "nope"}]}},
+        ["body", "search_space", "losses", 0, "name"],
+        "unknown loss 'nope'; valid: ce",
+    ),
+    "alpha-out-of-range": (
+        {**SMOKE, "search_space": {"losses": [{"name": "dsc", "alpha": -1}]}},
+        ["body", "search_space", "losses", 0, "alpha"],
+        "greater than or equal to 0",
+    ),
+    "unknown-dataset": (
+        {**SMOKE, "task": {"kind": None, "dataset": "imdb"}},
+        ["body", "task", "dataset"],
+        "unknown dataset 'imdb'; valid:",
+    ),
+    "dataset-files-missing": (
+        {**SMOKE, "task": {"kind": "ner", "dataset": "conll2003"}},
+        ["body", "task", "dataset", 0],
+        "data set 'conll2003': conll2003/train.txt is missing from the data-sets folder",
+    ),
+    "too-many-trials": (
+        {**SMOKE, "seeds": list(range(10))},
+        ["body"],
+        "20 trials (losses × datasets × variants × seeds = 2 × 1 × 1 × 10) exceed the cap of 8",
+    ),
+    "unknown-field": ({**SMOKE, "bogus": 1}, ["body", "bogus"], "Extra inputs are not permitted"),
+    "unknown-preset": ({"extends": "nope"}, ["body", "extends"], "unknown preset 'nope'; valid:"),
+    "absolute-model-path": ({**SMOKE, "model": "/etc/models/x"}, ["body", "model"], "absolute"),
+    "model-path-escape": ({**SMOKE, "model": "models/../../x"}, ["body", "model"], "'..'"),
+    "home-model-path": ({**SMOKE, "model": "~/x"}, ["body", "model"], "'~'"),
+}
+
+
+@pytest.mark.parametrize("case", list(INVALID_SPECS))
+def test_an_invalid_spec_names_the_field_and_rule_and_stores_nothing(
+    make_api: MakeApi, session_factory: sessionmaker[Session], case: str
+) -> None:
+    api = make_api(max_trials=8)
+    spec, loc, rule = INVALID_SPECS[case]
+    refused = api.client.post("/v1/sweeps", json=spec)
+    assert refused.status_code == 422
+    body = refused.json()
+    assert body["code"] == "invalid_spec"
+    assert [(issue["loc"], rule in issue["msg"]) for issue in body["detail"]] == [(loc, True)]
+    assert stored_sweeps(session_factory) == 0
+
+
+def test_a_data_set_path_leaving_the_folder_is_refused_without_showing_paths(
+    api: Api, session_factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    escaping = {"train": "../outside/train.tsv", "eval": "mrpc/dev.tsv"}
+    monkeypatch.setitem(DATASETS, "mrpc", dataclasses.replace(DATASETS["mrpc"], files=escaping))
+    refused = api.client.post("/v1/sweeps", json={"extends": "smoke"})
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0]
+    assert "lies outside the data-sets folder" in issue["msg"]
+    assert str(Path(api.settings.datasets_dir or "").parent) not in refused.text
+    assert stored_sweeps(session_factory) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [(b"{", ["body", 1]), (b"[1, 2]", ["body"])],
+    ids=["not-json", "not-an-object"],
+)
+def test_a_body_that_is_not_a_json_object_is_refused(
+    api: Api, session_factory: sessionmaker[Session], body: bytes, loc: list[Any]
+) -> None:
+    headers = {"Content-Type": "application/json"}
+    refused = api.client.post("/v1/sweeps", content=body, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "invalid_request"
+    assert refused.json()["detail"][0]["loc"] == loc
+    assert stored_sweeps(session_factory) == 0
+
+
+QUOTAS = {
+    "max_trials_per_sweep": (
+        {"max_trials_per_sweep": 1},
+        SMOKE,
+        "2 trials exceed the quota of 1 trials per sweep",
+    ),
+    "max_gpus_per_trial": (
+        {"max_gpus_per_trial": 0.25},
+        {**SMOKE, "resources": {"gpus_per_trial": 0.5}},
+        "0.5 GPUs per trial exceed the quota of 0.25",
+    ),
+    "max_concurrent_sweeps": (
+        {"max_concurrent_sweeps": 0},
+        SMOKE,
+        "0 sweeps are active; the quota is 0 at once",
+    ),
+}
+
+
+@pytest.mark.parametrize("quota", list(QUOTAS))
+def test_each_quota_is_refused_naming_it_and_stores_nothing(
+    api: Api, session: Session, session_factory: sessionmaker[Session], quota: str
+) -> None:
+    limits, spec, message = QUOTAS[quota]
+    owner = create_owner(session, "carol", **limits)
+    key = create_api_key(session, owner.id).plain_key
+    refused = api.client.post("/v1/sweeps", json=spec, headers=bearer(key))
+    assert refused.status_code == 429
+    assert refused.json() == {"detail": message, "code": "quota_exceeded"}
+    assert stored_sweeps(session_factory) == 0
+
+
+def test_the_concurrency_quota_counts_active_sweeps(
+    api: Api, session: Session, session_factory: sessionmaker[Session]
+) -> None:
+    owner = create_owner(session, "carol", max_concurrent_sweeps=1)
+    key = create_api_key(session, owner.id).plain_key
+    assert api.client.post("/v1/sweeps", json=SMOKE, headers=bearer(key)).status_code == 201
+    refused = api.client.post("/v1/sweeps", json=SMOKE, headers=bearer(key))
+    assert refused.status_code == 429
+    assert "1 sweeps are active; the quota is 1 at once" in refused.json()["detail"]
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_body_over_the_limit_gets_413(
+    make_api: MakeApi, session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(max_request_bytes=2048)
+    padded = {"extends": "smoke", "description": "x" * 4096}
+    declared = api.client.post("/v1/sweeps", json=padded)
+    assert declared.status_code == 413
+    assert declared.json()["code"] == "request_too_large"
+    chunks = iter([b'{"extends": "smoke", "description": "', b"x" * 4096, b'"}'])
+    streamed = api.client.post(
+        "/v1/sweeps", content=chunks, headers={"Content-Type": "application/json"}
+    )
+    assert streamed.status_code == 413
+    assert streamed.json() == {
+        "detail": "the request body exceeds the limit of 2048 bytes",
+        "code": "request_too_large",
+    }
+    assert stored_sweeps(session_factory) == 0
+
+
+def test_the_stored_sweep_keeps_the_spec_as_submitted(
+    api: Api, session: Session, alice: Owner
+) -> None:
+    key = create_api_key(session, alice.id).plain_key
+    spec = {"extends": "smoke", "seeds": [3, 4]}
+    created = api.client.post("/v1/sweeps", json=spec, headers=bearer(key)).json()
+    assert created["trial_count"] == 4
+    stored = get_sweep(session, alice.id, created["id"])
+    assert stored.spec == spec
+    assert stored.resolved_spec["seeds"] == [3, 4]

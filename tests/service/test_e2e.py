@@ -1,0 +1,174 @@
+"""The service end to end: ``dicesweep serve`` as a process, a real local Ray head, real
+MLflow, sweeps submitted, watched, cancelled and carried across a restart over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mlflow.tracking import MlflowClient
+
+from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+
+pytestmark = pytest.mark.data
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Service:
+    """One ``dicesweep serve`` process; ``restart`` keeps its home and ports."""
+
+    def __init__(self, home: Path, datasets: Path) -> None:
+        self.home = home
+        self.port = free_port()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+        self.env.update(
+            DICESWEEP_HOME=str(home),
+            DICESWEEP_DATASETS_DIR=str(datasets),
+            DICESWEEP_PORT=str(self.port),
+            DICESWEEP_RAY_DASHBOARD_PORT=str(free_port()),
+            DICESWEEP_RECONCILE_INTERVAL_S="1",
+            OMP_NUM_THREADS="1",
+            RAY_AUTH_MODE="disabled",
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def start(self) -> None:
+        log = (self.home / "serve.log").open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sweep_service.cli", "serve"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait(lambda: self._healthy(), 120, "the service to answer /healthz")
+
+    def _healthy(self) -> bool:
+        assert self.process is not None and self.process.poll() is None, self.log_tail()
+        try:
+            return self.http.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log_tail(self) -> str:
+        path = self.home / "serve.log"
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def sweep(self, sweep_id: str) -> dict[str, Any]:
+        response = self.http.get(f"/v1/sweeps/{sweep_id}")
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+
+def wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def service(tmp_path: Path, datasets_dir: Path) -> Iterator[Service]:
+    running = Service(tmp_path / "home", datasets_dir)
+    running.home.mkdir(parents=True)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def trial_runs(home: Path, sweep_id: str) -> list[Any]:
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return []
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
+    return client.search_runs([experiment.experiment_id], filter_string=query)
+
+
+def test_smoke_sweep_over_http(service: Service) -> None:
+    created = service.http.post("/v1/sweeps", json={"extends": "smoke"})
+    assert created.status_code == 201, created.text
+    sweep_id = created.json()["id"]
+    wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 420, "the sweep")
+    sweep = service.sweep(sweep_id)
+    assert sweep["status"] == "succeeded", service.log_tail()
+    assert sweep["trials"]["done"] == 2 and sweep["trials"]["failed"] == 0
+    assert sweep["best_trial"]["eval_f1"] >= 0
+    for fmt, marker in [
+        ("json", b"{"),
+        ("csv", b"loss"),
+        ("markdown", b"| loss"),
+        ("latex", b"\\toprule"),
+        ("png", b"\x89PNG"),
+    ]:
+        grid = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": fmt})
+        assert grid.status_code == 200, grid.text
+        assert marker in grid.content[:200] or marker in grid.content, fmt
+    runs = trial_runs(service.home, sweep_id)
+    assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_cancel_a_running_sweep(service: Service) -> None:
+    long = {"extends": "smoke", "training": {"epochs": 50, "eval_every_steps": 2}}
+    sweep_id = service.http.post("/v1/sweeps", json=long).json()["id"]
+    wait(lambda: service.sweep(sweep_id)["status"] == "running", 240, "the sweep to run")
+    cancelled = service.http.post(f"/v1/sweeps/{sweep_id}/cancel")
+    assert cancelled.status_code in (200, 202), cancelled.text
+    wait(lambda: service.sweep(sweep_id)["status"] == "cancelled", 180, "the cancel")
+    again = service.http.post(f"/v1/sweeps/{sweep_id}/cancel")
+    assert again.status_code == 409
+
+
+def test_restart_mid_sweep_finishes_every_trial(service: Service) -> None:
+    spec = {
+        "extends": "smoke",
+        "search_space": {
+            "losses": [
+                {"name": "ce"},
+                {"name": "focal", "gamma": 2},
+                {"name": "dice", "scope": "set"},
+                {"name": "dsc", "alpha": 0.1, "scope": "set"},
+            ]
+        },
+        "training": {"epochs": 3},
+        "resources": {"max_concurrent_trials": 1},
+    }
+    sweep_id = service.http.post("/v1/sweeps", json=spec).json()["id"]
+
+    def one_trial_done() -> bool:
+        return any(r.info.status == "FINISHED" for r in trial_runs(service.home, sweep_id))
+
+    wait(one_trial_done, 300, "a first finished trial")
+    service.stop()  # the service, its Ray head and the sweep's driver go down
+    service.start()
+    wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 600, "the sweep")
+    sweep = service.sweep(sweep_id)
+    assert sweep["status"] == "succeeded", service.log_tail()
+    runs = trial_runs(service.home, sweep_id)
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)  # no duplicates
