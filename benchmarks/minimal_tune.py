@@ -30,7 +30,9 @@ def main() -> None:
         tuner = tune.Tuner(
             tune.with_resources(train, {"cpu": spec.resources.cpus_per_trial}),
             param_space=to_param_space(spec, sweep_id="minimal"),
-            tune_config=tune.TuneConfig(max_concurrent_trials=spec.resources.max_concurrent_trials),
+            tune_config=tune.TuneConfig(
+                max_concurrent_trials=spec.resources.max_concurrent_trials, reuse_actors=True
+            ),
             run_config=tune.RunConfig(storage_path=storage, verbose=0),
         )
         results = tuner.fit()

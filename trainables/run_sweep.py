@@ -132,7 +132,10 @@ def build_tuner(spec: SweepSpec, sweep_id: str, link: TrackingLink, storage: Pat
     return tune.Tuner(
         trainable,
         param_space=param_space,
-        tune_config=tune.TuneConfig(**tune_config_kwargs(spec)),
+        # Trials of a sweep need the same resources: a finished trial's worker process
+        # takes the next one, so torch, transformers and MLflow are imported once per
+        # worker rather than once per trial.
+        tune_config=tune.TuneConfig(**tune_config_kwargs(spec), reuse_actors=True),
         run_config=run_config,
     )
 

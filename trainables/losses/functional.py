@@ -147,8 +147,8 @@ class _SelfAdjustedProbability(torch.autograd.Function):
     ) -> Tensor:
         if binary:
             p = torch.sigmoid(z)
-            one_minus_p = torch.sigmoid(-z)
-            q = torch.exp(alpha * F.logsigmoid(-z)) * p
+            one_minus_p = torch.sigmoid(-z)  # not 1 - p: exact where p rounds to 1
+            q = one_minus_p.pow(alpha) * p
             ctx.save_for_backward(p, one_minus_p, q)
         else:
             e = (z - z.amax(dim=-1, keepdim=True)).exp()  # (N, C)
@@ -188,26 +188,54 @@ def _mean_over_valid(per_position: Tensor, flat: _Flat) -> Tensor:
     return kept.sum() / flat.n_valid
 
 
-class _OverlapLoss(torch.autograd.Function):
-    """``1 - (numer + s) / (denom + s)`` averaged per scope, with a hand-written backward.
+@dataclass(frozen=True)
+class _Overlap:
+    """How a dice-family loss builds its numerator and denominator from ``u`` and ``y``.
 
-    The ratio and its reduction are most of the dice family's operations; a fused
-    backward (``dL/dn = -w / (d + s)``, ``dL/dd = w (n + s) / (d + s)^2``) keeps the
-    family within a small factor of cross-entropy. ``weight`` is ``(N, 1)``: valid /
-    ``N_v`` for ``scope="example"``, valid (0/1) for ``scope="set"``.
+    ``n = k u y``; ``d = u^2 + y`` (``square``) or ``d = u (a + b y) + c y``. Dice and
+    dsc: ``k = 2`` and linear ``a = 1, b = 0, c = 1``; Tversky: ``k = 1, a = alpha,
+    b = 1 - alpha - beta, c = beta`` (``p y + alpha p (1 - y) + beta (1 - p) y``).
+    """
+
+    k: float
+    square: bool = False
+    a: float = 1.0
+    b: float = 0.0
+    c: float = 1.0
+
+    def terms(self, u: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        numer = self.k * u * y
+        if self.square:
+            return numer, u * u + y  # y * y == y for 0/1 targets
+        return numer, u * (self.a + self.b * y) + self.c * y
+
+    def d_denominator(self, u: Tensor, y: Tensor) -> Tensor:
+        return 2.0 * u if self.square else self.a + self.b * y
+
+
+class _OverlapLoss(torch.autograd.Function):
+    """``1 - (n + s) / (d + s)`` averaged per scope, with a hand-written backward.
+
+    The terms, the ratio and its reduction are most of the dice family's
+    operations; one fused backward, ``dL/du = w / (d + s) (ratio dd/du - dn/du)``,
+    keeps the family near the cost of cross-entropy. ``u`` and ``y`` are ``(N, C)``;
+    ``weight`` is ``(N, 1)``: valid / ``N_v`` for ``scope="example"``, valid (0/1)
+    for ``scope="set"``.
     """
 
     @staticmethod
     def forward(  # type: ignore[override]
         ctx: torch.autograd.function.FunctionCtx,
-        numer: Tensor,
-        denom: Tensor,
+        u: Tensor,
+        y: Tensor,
         weight: Tensor,
         smooth: float,
         per_example: bool,
+        form: _Overlap,
     ) -> Tensor:
-        n_classes = numer.shape[-1]
-        tiny = torch.finfo(numer.dtype).tiny
+        numer, denom = form.terms(u, y)
+        n_classes = u.shape[-1]
+        tiny = torch.finfo(u.dtype).tiny
         if per_example:
             inv = 1.0 / (denom + smooth).clamp_min(tiny)  # (N, C)
             ratio = (numer + smooth) * inv
@@ -217,31 +245,35 @@ class _OverlapLoss(torch.autograd.Function):
             inv = 1.0 / ((weight * denom).sum(dim=0, keepdim=True) + smooth).clamp_min(tiny)
             ratio = (num + smooth) * inv
             loss = (1.0 - ratio).sum() / n_classes
-        ctx.save_for_backward(weight, inv, ratio)
+        ctx.save_for_backward(u, y, weight, inv, ratio)
+        ctx.form = form  # type: ignore[attr-defined]
         return loss
 
     @staticmethod
     def backward(  # type: ignore[override]
         ctx: torch.autograd.function.FunctionCtx, grad: Tensor
-    ) -> tuple[Tensor, Tensor, None, None, None]:
-        weight, inv, ratio = ctx.saved_tensors  # type: ignore[attr-defined]
+    ) -> tuple[Tensor, None, None, None, None, None]:
+        u, y, weight, inv, ratio = ctx.saved_tensors  # type: ignore[attr-defined]
+        form: _Overlap = ctx.form  # type: ignore[attr-defined]
         scale = grad * weight * (inv / inv.shape[-1])  # (N, C)
-        return -scale, scale * ratio, None, None, None
+        grad_u = scale * (ratio * form.d_denominator(u, y) - form.k * y)
+        return grad_u, None, None, None, None, None
 
 
-def _overlap_loss(numer: Tensor, denom: Tensor, smooth: float, scope: Scope, flat: _Flat) -> Tensor:
-    """``1 - (numer + s) / (denom + s)``, reduced per scope and averaged over classes.
+def _overlap_loss(
+    u: Tensor, y: Tensor, form: _Overlap, smooth: float, scope: Scope, flat: _Flat
+) -> Tensor:
+    """``1 - (n + s) / (d + s)`` of ``form``, reduced per scope, averaged over classes.
 
-    ``numer`` and ``denom`` are ``(N, C)``. ``scope="example"`` takes the ratio per
-    position and averages over valid positions; ``scope="set"`` sums numerator and
-    denominator over valid positions first (the paper's footnote 3). The
-    denominator is kept above 0 so that ``smooth=0`` gives its limit (a negative
-    contributes a constant 1) rather than 0/0.
+    ``scope="example"`` takes the ratio per position and averages over valid
+    positions; ``scope="set"`` sums numerator and denominator over valid positions
+    first (the paper's footnote 3). The denominator is kept above 0 so that
+    ``smooth=0`` gives its limit (a negative contributes a constant 1), not 0/0.
     """
-    valid = flat.valid.unsqueeze(-1).to(numer.dtype)  # (N, 1)
+    valid = flat.valid.unsqueeze(-1).to(u.dtype)  # (N, 1)
     per_example = scope == "example"
     weight = valid / flat.n_valid if per_example else valid
-    loss: Tensor = _OverlapLoss.apply(numer, denom, weight, smooth, per_example)
+    loss: Tensor = _OverlapLoss.apply(u, y, weight, smooth, per_example, form)
     return loss
 
 
@@ -313,8 +345,7 @@ def dice_loss(
     """
     flat = flatten_inputs(logits, target, mask)
     p, y = _probs(flat)
-    denom = p * p + y if square else p + y  # y * y == y for 0/1 targets
-    return _overlap_loss(2.0 * p * y, denom, smooth, scope, flat)
+    return _overlap_loss(p, y, _Overlap(k=2.0, square=square), smooth, scope, flat)
 
 
 def tversky_loss(
@@ -333,11 +364,8 @@ def tversky_loss(
     """
     flat = flatten_inputs(logits, target, mask)
     p, y = _probs(flat)
-    # p y + alpha p (1 - y) + beta (1 - p) y, regrouped: (1 - p) enters linearly, so
-    # the subtraction is safe here, unlike a power of it.
-    denom = p * (alpha + (1.0 - alpha - beta) * y) + beta * y
-    tp = p * y
-    return _overlap_loss(tp, denom, smooth, scope, flat)
+    form = _Overlap(k=1.0, a=alpha, b=1.0 - alpha - beta, c=beta)
+    return _overlap_loss(p, y, form, smooth, scope, flat)
 
 
 def dsc_loss(
@@ -358,5 +386,4 @@ def dsc_loss(
     flat = flatten_inputs(logits, target, mask)
     q: Tensor = _SelfAdjustedProbability.apply(flat.logits, alpha, flat.binary)
     y = flat.target.unsqueeze(-1) if flat.binary else _one_hot(flat.target, q)
-    denom = q * q + y if square else q + y
-    return _overlap_loss(2.0 * q * y, denom, smooth, scope, flat)
+    return _overlap_loss(q, y, _Overlap(k=2.0, square=square), smooth, scope, flat)
