@@ -14,19 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from search_spaces.presets import list_presets
-from search_spaces.reports import (
-    infer_layout,
-    pivot_table,
-    to_csv,
-    to_json,
-    to_latex,
-    to_markdown,
-    to_png,
-)
 from search_spaces.settings import DicesweepSettings
 
-RENDERERS = {"markdown": to_markdown, "csv": to_csv, "latex": to_latex, "json": to_json}
+# Report formats; the renderers (pandas) are imported only by the commands that use them.
+FORMATS = ("markdown", "csv", "latex", "json", "png")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -41,6 +32,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
+    from search_spaces.presets import list_presets
+
     presets = list_presets()
     width = max(len(p.name) for p in presets)
     print(f"{'name':<{width}}  trials  description")
@@ -53,6 +46,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     """Render a sweep's table from its MLflow runs, in the paper's layout by default."""
     from mlflow.tracking import MlflowClient
 
+    from search_spaces import reports
     from sweep_service.results import SweepNotFoundError, trial_rows
 
     settings = DicesweepSettings()
@@ -61,8 +55,8 @@ def cmd_grid(args: argparse.Namespace) -> int:
     except SweepNotFoundError as error:
         print(f"dicesweep grid: {error}", file=sys.stderr)
         return 1
-    rows_key, cols_key, baseline = infer_layout(rows)
-    table = pivot_table(
+    rows_key, cols_key, baseline = reports.infer_layout(rows)
+    table = reports.pivot_table(
         rows,
         args.rows or rows_key,
         args.cols or cols_key,
@@ -73,9 +67,15 @@ def cmd_grid(args: argparse.Namespace) -> int:
         if args.output is None:
             print("dicesweep grid: --format png needs --output FILE", file=sys.stderr)
             return 2
-        args.output.write_bytes(to_png(table))
+        args.output.write_bytes(reports.to_png(table))
         return 0
-    text = RENDERERS[args.format](table)
+    render = {
+        "markdown": reports.to_markdown,
+        "csv": reports.to_csv,
+        "latex": reports.to_latex,
+        "json": reports.to_json,
+    }[args.format]
+    text = render(table)
     if args.output is None:
         print(text)
     else:
@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets.set_defaults(handler=cmd_presets)
     grid = sub.add_parser("grid", help="a sweep's table from its MLflow runs")
     grid.add_argument("sweep_id")
-    grid.add_argument("--format", choices=[*RENDERERS, "png"], default="markdown")
+    grid.add_argument("--format", choices=FORMATS, default="markdown")
     grid.add_argument("--rows", help="row key (default: the paper's layout)")
     grid.add_argument("--cols", help="column key (default: the paper's layout)")
     grid.add_argument("--metric", default="eval_f1")

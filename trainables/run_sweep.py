@@ -19,14 +19,12 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
-from mlflow.entities import Param, RunStatus
-from mlflow.tracking import MlflowClient
-from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
 
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
@@ -43,7 +41,6 @@ from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, resolve_spec, to_param_space, trial_count
 from trainables.sweep_progress import SweepProgress
 from trainables.sweep_report import write_reports
-from trainables.tracking import find_run
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress line
 # of SweepProgress replaces it.
@@ -65,7 +62,7 @@ def new_sweep_id(spec: SweepSpec) -> str:
     return f"{spec.name or 'sweep'}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
-def experiment_id(client: MlflowClient, settings: DicesweepSettings) -> str:
+def experiment_id(client: Any, settings: DicesweepSettings) -> str:
     """The ``dicesweep`` experiment, created with an artifact folder under the home."""
     found = client.get_experiment_by_name(EXPERIMENT)
     if found is not None:
@@ -78,9 +75,14 @@ def experiment_id(client: MlflowClient, settings: DicesweepSettings) -> str:
 
 
 def parent_run(
-    client: MlflowClient, experiment: str, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
+    client: Any, experiment: str, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
 ) -> str:
     """The sweep's parent run: found by its tags on a resume, else created with the spec."""
+    from mlflow.entities import Param, RunStatus
+    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
+
+    from trainables.tracking import find_run
+
     tags = {SWEEP_TAG: sweep_id, ROLE_TAG: "sweep"}
     existing = find_run(client, experiment, tags)
     if existing is not None:
@@ -105,6 +107,22 @@ def parent_run(
         (Path(folder) / "resolved_spec.json").write_text(json.dumps(resolved, indent=2))
         client.log_artifacts(run.info.run_id, folder)
     return str(run.info.run_id)
+
+
+def open_tracking(
+    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
+) -> tuple[Any, TrackingLink]:
+    """An MLflow client, and the link trials log through: experiment and parent run."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri))
+    experiment = experiment_id(client, settings)
+    link = TrackingLink(
+        tracking_uri=str(settings.mlflow_tracking_uri),
+        experiment_id=experiment,
+        parent_run_id=parent_run(client, experiment, sweep_id, spec, raw),
+    )
+    return client, link
 
 
 def build_tuner(spec: SweepSpec, sweep_id: str, link: TrackingLink, storage: Path) -> Any:
@@ -178,8 +196,10 @@ def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame(rows), failed
 
 
-def close_trial_runs(client: MlflowClient, experiment: str, sweep_id: str, results: Any) -> None:
+def close_trial_runs(client: Any, experiment: str, sweep_id: str, results: Any) -> None:
     """Trials stopped early by a scheduler never return: mark their runs finished."""
+    from trainables.tracking import find_run
+
     for result in results:
         trial_id = result.metrics.get("trial_id") if result.metrics else None
         if not trial_id:
@@ -196,15 +216,12 @@ def run(
     spec = resolve_spec(raw, load_presets(), max_trials=settings.max_trials)
     sweep_id = sweep_id or new_sweep_id(spec)
     print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
-    client = MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri))
-    experiment = experiment_id(client, settings)
-    parent = parent_run(client, experiment, sweep_id, spec, raw)
-    link = TrackingLink(
-        tracking_uri=str(settings.mlflow_tracking_uri),
-        experiment_id=experiment,
-        parent_run_id=parent,
-    )
-    start_ray(settings, num_cpus)
+    # MLflow (import, store, parent run) is set up while Ray starts: both take seconds.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        tracking = pool.submit(open_tracking, settings, sweep_id, spec, raw)
+        start_ray(settings, num_cpus)
+        client, link = tracking.result()
+    experiment, parent = link.experiment_id, link.parent_run_id
     assert settings.storage_path is not None
     results = build_tuner(spec, sweep_id, link, settings.storage_path).fit()
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
 from search_spaces.reports import to_csv, to_json, to_latex, to_markdown, to_png
 
 
 def write_reports(
-    client: MlflowClient,
+    client: Any,  # an mlflow.tracking.MlflowClient
     run_id: str,
     rows: pd.DataFrame,
     table: pd.DataFrame,

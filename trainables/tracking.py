@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
-
-from mlflow.entities import Metric, Param, RunStatus
-from mlflow.tracking import MlflowClient
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+from typing import Any
 
 from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
@@ -49,7 +47,7 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
     return params
 
 
-def find_run(client: MlflowClient, experiment_id: str, tags: Mapping[str, str]) -> str | None:
+def find_run(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str | None:
     """The id of the run carrying all ``tags``, or None."""
     query = " and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items())
     runs = client.search_runs([experiment_id], filter_string=query, max_results=1)
@@ -60,6 +58,12 @@ class TrialRun:
     """The nested MLflow run of one trial (created once, reopened on retries)."""
 
     def __init__(self, link: TrackingLink, trial: TrialConfig, trial_id: str) -> None:
+        # MLflow is imported here, not at module level: a trial opens its run in a
+        # thread while its data loads, and the import is most of the cost.
+        from mlflow.entities import Param, RunStatus
+        from mlflow.tracking import MlflowClient
+        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
         self.client = MlflowClient(tracking_uri=link.tracking_uri)
         identity = {SWEEP_TAG: trial.sweep_id, TRIAL_TAG: trial_id}
         existing = find_run(self.client, link.experiment_id, identity)
@@ -80,6 +84,8 @@ class TrialRun:
             self.client.update_run(self.run_id, status=RunStatus.to_string(RunStatus.RUNNING))
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
         now = int(time.time() * 1000)
         batch = [Metric(key, float(value), now, step) for key, value in metrics.items()]
         self.client.log_batch(self.run_id, metrics=batch)
@@ -89,9 +95,10 @@ class TrialRun:
 
 
 class TrackedReporter:
-    """Forwards to another reporter and logs every evaluation to the trial's run."""
+    """Forwards to another reporter and logs every evaluation to the trial's run
+    (``run`` may still be opening: the first report waits for it)."""
 
-    def __init__(self, inner: Reporter, run: TrialRun) -> None:
+    def __init__(self, inner: Reporter, run: Future[TrialRun]) -> None:
         self.inner = inner
         self.run = run
 
@@ -102,7 +109,7 @@ class TrackedReporter:
         # Checkpoint first: a worker lost in between leaves no metric in MLflow that the
         # resumed trial would log a second time.
         self.inner.report(metrics, checkpoint_dir)
-        self.run.log_metrics(metrics, step=int(metrics.get("step", 0)))
+        self.run.result().log_metrics(metrics, step=int(metrics.get("step", 0)))
 
     def progress(self, step: int, total: int, loss: float) -> None:
         self.inner.progress(step, total, loss)

@@ -92,17 +92,22 @@ def train(config: dict[str, Any]) -> None:
     if link is None:
         run_trial(config, RayTuneReporter())
         return
+    from concurrent.futures import ThreadPoolExecutor
+
     from ray import tune
 
     from trainables.tracking import TrackedReporter, TrialRun
 
-    run = TrialRun(link, parse_config(config), tune.get_context().get_trial_id())
-    try:
-        run_trial(config, TrackedReporter(RayTuneReporter(), run))
-    except BaseException:
-        run.finish("FAILED")
-        raise
-    run.finish("FINISHED")
+    trial_id = tune.get_context().get_trial_id()
+    # The trial's MLflow run opens while its data loads and its model is built.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        opening = pool.submit(TrialRun, link, parse_config(config), trial_id)
+        try:
+            run_trial(config, TrackedReporter(RayTuneReporter(), opening))
+        except BaseException:
+            opening.result().finish("FAILED")
+            raise
+        opening.result().finish("FINISHED")
 
 
 class TerminalReporter:
