@@ -87,7 +87,9 @@ TABLE10_SPEC = {
 
 def timed(command: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, env=env, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return time.perf_counter() - start
 
 
