@@ -99,9 +99,18 @@ def environment(home: Path) -> dict[str, str]:
     return env
 
 
-def overhead(repeats: int, workdir: Path) -> dict[str, Any]:
-    spec = workdir / "overhead.yaml"
-    spec.write_text(yaml.safe_dump(OVERHEAD_SPEC))
+# Two trial lengths: the overhead is mostly fixed per sweep, so its share falls as
+# trials grow (real trials take minutes to hours).
+WORKLOADS = {
+    "short trials (256 examples, 2 epochs)": {"max_train_examples": 256, "epochs": 2},
+    "longer trials (2048 examples, 3 epochs)": {"max_train_examples": 2048, "epochs": 3},
+}
+
+
+def overhead(repeats: int, workdir: Path, name: str, training: dict[str, Any]) -> dict[str, Any]:
+    spec = workdir / f"overhead-{len(name)}.yaml"
+    body = {**OVERHEAD_SPEC, "training": {**TRAINING, **training}}
+    spec.write_text(yaml.safe_dump(body))
     ours, bare = [], []
     env = environment(workdir / "home")  # one home: both sides read the same cache
     cli = [sys.executable, "-m", "sweep_service.cli", "run", str(spec)]
@@ -113,6 +122,7 @@ def overhead(repeats: int, workdir: Path) -> dict[str, Any]:
     n = len(OVERHEAD_SPEC["search_space"]["losses"]) * len(OVERHEAD_SPEC["seeds"])
     ours_s, bare_s = statistics.median(ours), statistics.median(bare)
     return {
+        "workload": name,
         "trials": n,
         "dicesweep_s": ours_s,
         "bare_s": bare_s,
@@ -143,12 +153,18 @@ def table10(scheduler: dict[str, Any], workdir: Path, name: str) -> dict[str, An
     }
 
 
-def render(cost: dict[str, Any], schedulers: list[dict[str, Any]]) -> str:
+def render(costs: list[dict[str, Any]], schedulers: list[dict[str, Any]]) -> str:
     lines = [
-        "| trials | dicesweep run (s) | bare Ray Tune (s) | ratio | overhead per trial (s) |",
-        "|---:|---:|---:|---:|---:|",
-        f"| {cost['trials']} | {cost['dicesweep_s']:.1f} | {cost['bare_s']:.1f} | "
-        f"{cost['ratio']:.3f} | {cost['per_trial_s']:.2f} |",
+        "| workload | trials | dicesweep run (s) | bare Ray Tune (s) | ratio | overhead per "
+        "trial (s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {c['workload']} | {c['trials']} | {c['dicesweep_s']:.1f} | {c['bare_s']:.1f} | "
+        f"{c['ratio']:.3f} | {c['per_trial_s']:.2f} |"
+        for c in costs
+    ]
+    lines += [
         "",
         "| scheduler | trial-epochs | best alpha | best dev F1 | wall time (s) |",
         "|---|---:|---:|---:|---:|",
@@ -168,8 +184,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dicesweep-bench-") as folder:
         workdir = Path(folder)
-        print("overhead: dicesweep run against a bare Tuner")
-        cost = overhead(args.repeats, workdir)
+        costs = []
+        for name, training in WORKLOADS.items():
+            print(f"overhead, {name}: dicesweep run against a bare Tuner")
+            costs.append(overhead(args.repeats, workdir, name, training))
         print("table10: FIFO against ASHA")
         fifo = table10({"kind": "fifo"}, workdir, "fifo")
         asha = table10(
@@ -177,15 +195,15 @@ def main() -> None:
             workdir,
             "asha",
         )
-    table = render(cost, [fifo, asha])
+    table = render(costs, [fifo, asha])
     print(table)
     saved = 1 - asha["trial_epochs"] / fifo["trial_epochs"]
     body = (
         f"Machine: {machine_description()}. Command: `python benchmarks/bench_sweep.py "
         f"--repeats {args.repeats}`.\n\n"
-        "Overhead: 4 losses x 2 seeds = 8 trials (tiny-bert, MRPC capped at 256/128, 2 "
-        "epochs, 2 trials at a time, 1 CPU each); each side a fresh process starting its "
-        "own local Ray head; medians of the alternated runs (the first, cache-warming "
+        "Overhead: 4 losses x 2 seeds = 8 trials (tiny-bert on MRPC, 2 trials at a time, "
+        "1 CPU each, workers reused by both sides); each side a fresh process starting "
+        "its own local Ray head; medians of the alternated runs (the first, cache-warming "
         "dicesweep run is not counted).\n\n"
         "Schedulers: Tversky alpha in {0.1, 0.3, 0.5, 0.7, 0.9}, beta = 1 - alpha, "
         "set scope, smooth 0.01, tiny-bert on CoNLL-2003 capped at 2000/500 sentences, "
