@@ -95,7 +95,6 @@ def fine_tune(dataset: str, model: str, settings: DicesweepSettings, cap: int | 
 def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: int) -> dict:
     """Median training-step time of ce and dsc on the same batches, interleaved."""
     request = DataRequest(dataset, "original", model, 128, 128, None, 64)
-    assert settings.datasets_dir is not None and settings.cache_dir is not None
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
     training = TrainingSpec(batch_size=16, learning_rate=1e-5)
     order = epoch_order(len(data.train_features), 0, 0)[: 16 * n_steps]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -19,30 +19,23 @@ class DicesweepSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DICESWEEP_", extra="ignore")
 
+    # Resolved first: every unset path below derives from it.
     home: Path = Field(default_factory=lambda: Path.home() / ".dicesweep")
-    datasets_dir: Path | None = None  # default: $home/datasets
-    database_url: str | None = None  # default: SQLite under $home
-    mlflow_tracking_uri: str | None = None  # default: SQLite under $home, artifacts beside it
+    datasets_dir: Path = Field(default_factory=lambda d: d["home"] / "datasets")
+    database_url: str = Field(default_factory=lambda d: f"sqlite:///{d['home'] / 'dicesweep.db'}")
+    # SQLite under $home by default, artifacts beside it (see mlflow_artifact_root)
+    mlflow_tracking_uri: str = Field(
+        default_factory=lambda d: f"sqlite:///{d['home'] / 'mlflow.db'}"
+    )
     ray_address: str | None = None  # None: start (or join) a local Ray head
-    storage_path: Path | None = None  # Ray Tune storage; default: $home/ray_results
-    cache_dir: Path | None = None  # tokenised data sets; default: $home/cache
+    storage_path: Path = Field(default_factory=lambda d: d["home"] / "ray_results")  # Ray Tune
+    cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
 
-    @model_validator(mode="after")
-    def _derive_defaults(self) -> DicesweepSettings:
-        home = self.home.expanduser().resolve()
-        self.home = home
-        if self.datasets_dir is None:
-            self.datasets_dir = home / "datasets"
-        if self.database_url is None:
-            self.database_url = f"sqlite:///{home / 'dicesweep.db'}"
-        if self.mlflow_tracking_uri is None:
-            self.mlflow_tracking_uri = f"sqlite:///{home / 'mlflow.db'}"
-        if self.storage_path is None:
-            self.storage_path = home / "ray_results"
-        if self.cache_dir is None:
-            self.cache_dir = home / "cache"
-        return self
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
 
     @property
     def mlflow_artifact_root(self) -> Path:

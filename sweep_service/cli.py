@@ -121,7 +121,6 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from sweep_service import store
 
     settings = DicesweepSettings()
-    assert settings.database_url is not None  # derived by the settings' validator
     settings.home.mkdir(parents=True, exist_ok=True)
     store.upgrade(settings.database_url)
     sessions = store.create_session_factory(store.create_engine_for(settings.database_url))

@@ -65,7 +65,6 @@ def serve(settings: ServiceSettings) -> None:
     from sweep_service.store import create_engine_for, create_session_factory, upgrade
 
     settings.home.mkdir(parents=True, exist_ok=True)
-    assert settings.database_url is not None  # derived by the settings' validator
     upgrade(settings.database_url)
     sessions = create_session_factory(create_engine_for(settings.database_url))
     with ray_jobs_address(settings) as address:

@@ -222,7 +222,6 @@ def run(
         start_ray(settings, num_cpus)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
-    assert settings.storage_path is not None
     results = build_tuner(spec, sweep_id, link, settings.storage_path).fit()
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed

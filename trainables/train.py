@@ -50,7 +50,6 @@ def run_trial(
         max_train_examples=training.max_train_examples,
         max_eval_examples=training.max_eval_examples,
     )
-    assert settings.datasets_dir is not None and settings.cache_dir is not None
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
     return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
 

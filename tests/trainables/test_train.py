@@ -108,7 +108,6 @@ def test_crashed_trial_resumes_mid_epoch_to_the_same_result(
 
 def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) -> None:
     request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, None)
-    assert toy_home.datasets_dir is not None and toy_home.cache_dir is not None
     first = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
     cached = sorted((toy_home.cache_dir / "features").glob("conll2003-*/train.pkl"))
     assert cached
@@ -124,7 +123,6 @@ def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) ->
 
 def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> None:
     request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, 5)
-    assert toy_home.datasets_dir is not None and toy_home.cache_dir is not None
     data = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
     for feature, example in zip(data.eval_features, data.eval_examples, strict=True):
         labelled = [tag for tag in feature["labels"] if tag != -100]
