@@ -128,6 +128,27 @@ class TestLossContract:
         assert first.grad is not None and second.grad is not None
         assert torch.equal(first.grad, second.grad)
 
+    @pytest.mark.parametrize("fill", [1e4, float("inf"), float("-inf"), float("nan")])
+    def test_ignored_binary_positions_change_nothing(
+        self, spec: dict[str, Any], fill: float
+    ) -> None:
+        # MRC models often set the logits outside the context to -inf; whatever the
+        # masked (or -100) positions hold must not reach the loss or any gradient.
+        loss_fn = make(spec, 2)
+        logits, target, mask = mrc_batch()
+        target[0, 2] = -100.0
+        ignored = ~mask | (target == -100)
+        first = logits.clone().requires_grad_()
+        loss_a = loss_fn(first, target, mask)
+        loss_a.backward()
+        second = logits.masked_fill(ignored, fill).requires_grad_()
+        loss_b = loss_fn(second, target, mask)
+        loss_b.backward()
+        assert loss_a.item() == loss_b.item()
+        assert first.grad is not None and second.grad is not None
+        assert torch.equal(first.grad, second.grad)
+        assert torch.all(second.grad[ignored] == 0)
+
     def test_mask_and_ignore_index_agree(self, spec: dict[str, Any]) -> None:
         loss_fn = make(spec, 4)
         logits, target = tagging_batch()

@@ -84,6 +84,12 @@ def random_tagging(seed: int = 0):
     return logits, target
 
 
+def as_binary(logits: torch.Tensor, target: torch.Tensor):
+    """One logit per position and 0/1 targets (classes > 2 positive), -100 kept."""
+    binary = torch.where(target == -100, -100, (target > 2).long()).double()
+    return logits[..., 0], binary
+
+
 @pytest.mark.parametrize("binary", [False, True])
 def test_focal_with_gamma_zero_equals_ce(binary: bool) -> None:
     logits, target = random_tagging()
@@ -94,12 +100,15 @@ def test_focal_with_gamma_zero_equals_ce(binary: bool) -> None:
     assert focal.item() == pytest.approx(ce.item(), rel=1e-12)
 
 
+@pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("scope", ["example", "set"])
 @pytest.mark.parametrize("smooth", [1.0, 0.3])
 def test_tversky_half_half_equals_linear_dice_with_double_smoothing(
-    scope: str, smooth: float
+    scope: str, smooth: float, binary: bool
 ) -> None:
     logits, target = random_tagging()
+    if binary:
+        logits, target = as_binary(logits, target)
     tversky = build_loss(
         {"name": "tversky", "alpha": 0.5, "beta": 0.5, "smooth": smooth, "scope": scope}
     )(logits, target)
@@ -109,13 +118,71 @@ def test_tversky_half_half_equals_linear_dice_with_double_smoothing(
     assert tversky.item() == pytest.approx(dice.item(), rel=1e-12)
 
 
+@pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("square", [False, True])
 @pytest.mark.parametrize("scope", ["example", "set"])
-def test_dsc_with_alpha_zero_equals_dice(square: bool, scope: str) -> None:
+def test_dsc_with_alpha_zero_equals_dice(square: bool, scope: str, binary: bool) -> None:
     logits, target = random_tagging(1)
+    if binary:
+        logits, target = as_binary(logits, target)
     dsc = build_loss({"name": "dsc", "alpha": 0.0, "square": square, "scope": scope})
     dice = build_loss({"name": "dice", "square": square, "scope": scope})
     assert dsc(logits, target).item() == pytest.approx(dice(logits, target).item(), rel=1e-12)
+
+
+def reference_binary_loss(spec: dict, logits: torch.Tensor, target: torch.Tensor, mask):
+    """The equations of LOSSES.md written out plainly, on the valid positions only."""
+    keep = (target != -100) & mask
+    p, y = torch.sigmoid(logits[keep]), target[keep]
+    smooth, square = spec.get("smooth", 1.0), spec.get("square", spec["name"] == "dice")
+    if spec["name"] == "focal":
+        p_t = torch.where(y == 1, p, 1 - p)
+        return (-((1 - p_t) ** spec.get("gamma", 2.0)) * torch.log(p_t)).mean()
+    if spec["name"] == "tversky":
+        alpha, beta = spec.get("alpha", 0.5), spec.get("beta", 0.5)
+        numer = p * y
+        denom = p * y + alpha * p * (1 - y) + beta * (1 - p) * y
+    else:
+        u = (1 - p) ** spec["alpha"] * p if spec["name"] == "dsc" else p
+        numer = 2 * u * y
+        denom = u * u + y * y if square else u + y
+    if spec.get("scope", "example") == "set":
+        return 1 - (numer.sum() + smooth) / (denom.sum() + smooth)
+    return (1 - (numer + smooth) / (denom + smooth)).mean()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"name": "focal", "gamma": 2.0},
+        {"name": "focal", "gamma": 0.5},
+        {"name": "dice"},
+        {"name": "dice", "square": False, "scope": "set", "smooth": 0.5},
+        {"name": "tversky", "alpha": 0.3, "beta": 0.7},
+        {"name": "tversky", "alpha": 0.8, "beta": 0.4, "scope": "set"},
+        {"name": "dsc", "alpha": 0.1},
+        {"name": "dsc", "alpha": 1.0, "square": True},
+        {"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"},
+    ],
+    ids=lambda spec: ",".join(f"{k}={v}" for k, v in spec.items()),
+)
+def test_fused_binary_path_matches_the_equations(spec: dict) -> None:
+    # The binary losses run as one autograd node with a hand-written backward; both
+    # the value and the gradient must match the plain equations under autograd.
+    gen = torch.Generator().manual_seed(7)
+    logits = torch.randn(3, 40, generator=gen, dtype=torch.float64) * 3
+    target = (torch.rand(3, 40, generator=gen) > 0.8).double()
+    target[2, 30:] = -100
+    mask = torch.rand(3, 40, generator=gen) > 0.25
+    ours_z = logits.clone().requires_grad_()
+    ours = build_loss(spec)(ours_z, target, mask)
+    ours.backward()
+    ref_z = logits.clone().requires_grad_()
+    expected = reference_binary_loss(spec, ref_z, target, mask)
+    expected.backward()
+    assert ours.item() == pytest.approx(expected.item(), rel=1e-12)
+    assert ours_z.grad is not None and ref_z.grad is not None
+    torch.testing.assert_close(ours_z.grad, ref_z.grad, rtol=1e-10, atol=1e-15)
 
 
 def test_multiclass_tversky_weights_do_not_cancel() -> None:
