@@ -14,6 +14,11 @@ A resubmitted driver resumes from Tune's experiment state: finished trials keep
 their results. After a service restart the first pass picks every active sweep
 up again. Each sweep's step is committed on its own, so one failing sweep never
 holds the others back.
+
+Each pass also reads the trials' progress of every submitted sweep (``progress``,
+from MLflow) into the store, after the job's state, so a sweep seen finished
+stores its final counts; a finished sweep is read once more after it finished. A
+tracking store that does not answer delays the progress, never a status change.
 """
 
 from __future__ import annotations
@@ -32,12 +37,17 @@ from sweep_service.store import (
     StoreError,
     Sweep,
     SweepStatus,
+    TrialProgress,
     list_active_sweeps,
+    list_unsynced_finished_sweeps,
+    record_progress,
     record_resubmission,
     transition_sweep,
 )
 
 log = logging.getLogger(__name__)
+# Reads a sweep's progress from its tracking store (``progress.read_progress``).
+ProgressReader = Callable[[Sweep], TrialProgress]
 # Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid spec.
 FINAL_EXIT_CODES = {1, 2}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
@@ -58,9 +68,11 @@ class Reconciler:
         runner: Runner,
         max_resubmissions: int,
         interval_s: float = 2.0,
+        progress: ProgressReader | None = None,
     ) -> None:
         self._sessions = session_factory
         self._runner = runner
+        self._progress = progress
         self._max_resubmissions = max_resubmissions
         self._interval_s = interval_s
         self._stop = threading.Event()
@@ -70,6 +82,7 @@ class Reconciler:
         """One pass over every active sweep."""
         with self._sessions() as session:
             sweeps = list_active_sweeps(session)
+            finished = list_unsynced_finished_sweeps(session) if self._progress else []
         for sweep in sweeps:
             try:
                 with self._sessions() as session:
@@ -77,6 +90,23 @@ class Reconciler:
             except (StoreError, RuntimeError, ConnectionError) as error:
                 # Ray or the store may be briefly away; the next pass tries again.
                 log.warning("sweep %s: %s", sweep.id, error)
+        for sweep in finished:
+            try:
+                with self._sessions() as session:
+                    self._sync_progress(session, sweep)
+            except StoreError as error:
+                log.warning("sweep %s: %s", sweep.id, error)
+
+    def _sync_progress(self, session: Session, sweep: Sweep) -> None:
+        """Store the sweep's progress as its tracking store shows it now."""
+        if self._progress is None:
+            return
+        try:
+            progress = self._progress(sweep)
+        except Exception as error:  # MLflow raises what its store or transport raises
+            log.warning("sweep %s: progress not read from MLflow: %s", sweep.id, error)
+            return
+        record_progress(session, sweep.id, progress)
 
     def _step(self, session: Session, sweep: Sweep) -> None:
         job = job_id(sweep.id, sweep.resubmissions)
@@ -89,6 +119,7 @@ class Reconciler:
                 self._runner.stop(job)
             return
         state, message = self._runner.state(job)
+        self._sync_progress(session, sweep)  # after the state: a finished job's is final
         if sweep.status is SweepStatus.CANCELLING:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)

@@ -1,24 +1,34 @@
 """``dicesweep serve``: the API, its store, the reconciler and, by default, a local Ray head.
 
-With ``DICESWEEP_RAY_ADDRESS`` unset the service starts a Ray head in its own
-process (with the Jobs API on ``ray_dashboard_port``) and stops it when it
-stops; the sweeps' drivers run as Ray Jobs on it and track to the MLflow store
-under ``DICESWEEP_HOME``. With it set (``http://head:8265``), it submits to that
-cluster. Either way the store is migrated to the latest schema first.
+With ``DICESWEEP_RAY_ADDRESS`` unset the service starts a local Ray head as a child
+process (``ray start --head --block``, the Jobs API on ``ray_dashboard_port``) and
+stops it, with every process it started, when it stops; the sweeps' drivers run as
+Ray Jobs on it and track to the MLflow store under ``DICESWEEP_HOME``. With it set
+(``http://head:8265``), it submits to that cluster. Either way the API process
+itself never joins a cluster: it only talks to the Jobs API over HTTP, as it does
+in deployment. The store is migrated to the latest schema first.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
 
 from sweep_service.settings import ServiceSettings
 
 log = logging.getLogger("dicesweep.serve")
+HEAD_START_TIMEOUT_S = 180.0  # a cold head on 2 CPUs takes 10-30 s
+HEAD_STOP_TIMEOUT_S = 60.0
 
 
 def job_environment(settings: ServiceSettings) -> dict[str, str]:
@@ -34,24 +44,163 @@ def job_environment(settings: ServiceSettings) -> dict[str, str]:
     return env
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ray_executable() -> str:
+    """The ``ray`` command of this interpreter's environment (else the one on PATH)."""
+    beside = Path(sys.executable).with_name("ray")
+    found = str(beside) if beside.exists() else shutil.which("ray")
+    if found is None:
+        raise RuntimeError("the 'ray' command is missing: install dicesweep[service]")
+    return found
+
+
+def head_command(dashboard_port: int) -> list[str]:
+    """``ray start --head --block`` on loopback, its Jobs API on ``dashboard_port``.
+    The GCS, client-server and agent ports are free ones, so the head never meets
+    another service's default port (6379 is often Redis) or a second head here."""
+    return [
+        ray_executable(),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={_free_port()}",
+        "--include-dashboard=true",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard_port}",
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--ray-client-server-port={_free_port()}",
+        "--disable-usage-stats",
+    ]
+
+
+@contextmanager
+def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
+    """A Ray head in a child process until exit; yields its Jobs API address. Its
+    output goes to ``<home>/logs/ray-head.log``.
+
+    Raises:
+        RuntimeError: the head exited, or its Jobs API did not answer in time.
+    """
+    log_path = settings.home / "logs" / "ray-head.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
+    _wait_for_free_port(dashboard_port)
+    address = f"http://127.0.0.1:{dashboard_port}"
+    with log_path.open("ab") as output:
+        head = subprocess.Popen(
+            head_command(dashboard_port),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=_head_env(),
+            start_new_session=True,  # its own process group: stopped as a whole
+            preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
+        )
+    try:
+        _wait_for_jobs_api(head, address, log_path)
+        yield address
+    finally:
+        _stop_head(head)
+
+
+def _terminate_with_parent() -> None:
+    """In the child: SIGTERM when the service dies, even by SIGKILL, so no orphaned
+    head keeps the ports (Linux's ``PR_SET_PDEATHSIG``)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _head_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)  # a fresh head, never a join
+    return env
+
+
+def _wait_for_jobs_api(head: subprocess.Popen[bytes], address: str, log_path: Path) -> None:
+    deadline = time.monotonic() + HEAD_START_TIMEOUT_S
+    while True:
+        if head.poll() is not None:
+            raise RuntimeError(f"the Ray head exited with code {head.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(f"{address}/api/version", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            _stop_head(head)
+            raise RuntimeError(
+                f"the Ray head's Jobs API at {address} did not answer within "
+                f"{HEAD_START_TIMEOUT_S:.0f} s; see {log_path}"
+            )
+        time.sleep(0.5)
+
+
+def _wait_for_free_port(port: int) -> None:
+    """Wait (a head stopped just before may still hold it) until ``port`` is free.
+
+    Raises:
+        RuntimeError: it stays taken.
+    """
+    deadline = time.monotonic() + HEAD_STOP_TIMEOUT_S
+    while True:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"port {port} for the local Ray head's Jobs API is taken; "
+                "set DICESWEEP_RAY_DASHBOARD_PORT to a free one (0: any)"
+            )
+        time.sleep(0.5)
+
+
+def _stop_head(head: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``ray start --block``, which stops its node's processes; then the
+    rest of its process group (workers, drivers, the dashboard's modules), waited for
+    so that a head started next finds its ports free."""
+    if head.poll() is None:
+        head.send_signal(signal.SIGTERM)
+        try:
+            head.wait(timeout=HEAD_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+    _stop_group(head.pid)
+
+
+def _stop_group(group: int) -> None:
+    deadline = time.monotonic() + HEAD_STOP_TIMEOUT_S / 2
+    sent = signal.SIGTERM
+    while True:
+        try:
+            os.killpg(group, sent)
+        except ProcessLookupError:
+            return  # nothing of it is left
+        except PermissionError:
+            return  # only processes of others' share the id now
+        if time.monotonic() > deadline:
+            sent = signal.SIGKILL
+        time.sleep(0.2)
+
+
 @contextmanager
 def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
     """The Jobs API address: the configured cluster, or a local head owned until exit."""
     if settings.ray_address:
         yield settings.ray_address
         return
-    import ray
-
-    context: Any = ray.init(
-        include_dashboard=True,
-        dashboard_host="127.0.0.1",
-        dashboard_port=settings.ray_dashboard_port,
-        log_to_driver=False,
-    )
-    try:
-        yield f"http://{context.dashboard_url}"
-    finally:
-        ray.shutdown()
+    with local_ray_head(settings) as address:
+        yield address
 
 
 def serve(settings: ServiceSettings) -> None:
@@ -60,6 +209,7 @@ def serve(settings: ServiceSettings) -> None:
     from mlflow.tracking import MlflowClient
 
     from sweep_service.api import create_app
+    from sweep_service.progress import read_progress
     from sweep_service.reconciler import Reconciler
     from sweep_service.runner import RayJobRunner
     from sweep_service.store import create_engine_for, create_session_factory, upgrade
@@ -72,7 +222,11 @@ def serve(settings: ServiceSettings) -> None:
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))
         app = create_app(settings, session_factory=sessions, runner=runner, tracking=tracking)
         reconciler = Reconciler(
-            sessions, runner, settings.max_resubmissions, settings.reconcile_interval_s
+            sessions,
+            runner,
+            settings.max_resubmissions,
+            settings.reconcile_interval_s,
+            progress=lambda sweep: read_progress(tracking, sweep.id, sweep.mlflow_parent_run_id),
         )
         reconciler.start()
         log.info("Ray Jobs at %s; store %s", address, settings.database_url)

@@ -63,7 +63,8 @@ class SweepsPublic(BaseModel):
 
 class TrialCounts(BaseModel):
     """Trials by state, from their MLflow runs: ``done`` FINISHED, ``failed`` FAILED or
-    KILLED, ``running`` RUNNING; ``pending`` the rest of the sweep's trial count."""
+    KILLED, ``running`` RUNNING; ``pending`` the rest of the sweep's trial count
+    (not started, or not tracked yet)."""
 
     pending: int
     running: int
@@ -83,10 +84,12 @@ class BestTrial(BaseModel):
 
 
 class SweepDetail(SweepPublic):
-    """A sweep with its trials' progress and best trial so far."""
+    """A sweep with its trials' progress and best trial so far, as read from MLflow
+    at ``trials_as_of`` (None: not read yet)."""
 
     trials: TrialCounts
     best_trial: BestTrial | None
+    trials_as_of: datetime | None
 
 
 class TrialPublic(BaseModel):

@@ -1,5 +1,5 @@
-"""A sweep's trials as MLflow holds them: counts by state, the best so far, pages of
-rows, and links into the MLflow UI. MLflow is read only."""
+"""A sweep's trials as MLflow holds them, in pages; its progress as the store keeps it
+(``sweep_service.progress``), and links into the MLflow UI. MLflow is read only."""
 
 from __future__ import annotations
 
@@ -13,15 +13,12 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.reports import METRICS
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import Sweep
 
-FAILED_RUN_STATUSES = frozenset({"FAILED", "KILLED"})
-BEST_BY = "eval_f1"  # what "best trial" means, whatever metric the search ranked by
 TRIAL_ORDER = ["loss", "dataset", "variant", "seed", "run_id"]  # also the page key
 T = TypeVar("T")
 
@@ -52,52 +49,32 @@ def sweep_trials(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
         return pd.DataFrame(columns=[*TRIAL_ORDER, "status"])
 
 
-def trial_counts(rows: pd.DataFrame, trial_count: int) -> TrialCounts:
-    """Trials done, failed and running by their runs' status; the rest of the
+def trial_counts(sweep: Sweep) -> TrialCounts:
+    """The sweep's trials by state as last read from MLflow; the rest of its
     ``trial_count`` trials are pending (not started, or not yet tracked)."""
-    statuses = rows["status"]
-    done = int((statuses == "FINISHED").sum())
-    failed = int(statuses.isin(FAILED_RUN_STATUSES).sum())
-    running = int((statuses == "RUNNING").sum())
-    pending = max(trial_count - done - failed - running, 0)
-    return TrialCounts(pending=pending, running=running, done=done, failed=failed)
-
-
-def best_trial(rows: pd.DataFrame) -> BestTrial | None:
-    """The trial with the highest ``eval_f1`` so far (a running trial counts with its
-    latest value), or None when no trial has reported one."""
-    if BEST_BY not in rows.columns or rows[BEST_BY].isna().all():
-        return None
-    best = rows.loc[rows[BEST_BY].idxmax()]
-    return BestTrial(
-        run_id=best["run_id"],
-        loss=str(best["loss"]),
-        seed=int(best["seed"]),
-        dataset=str(best["dataset"]),
-        variant=str(best["variant"]),
-        eval_f1=float(best[BEST_BY]),
+    started = sweep.trials_running + sweep.trials_done + sweep.trials_failed
+    return TrialCounts(
+        pending=max(sweep.trial_count - started, 0),
+        running=sweep.trials_running,
+        done=sweep.trials_done,
+        failed=sweep.trials_failed,
     )
 
 
-def mlflow_links(client: MlflowClient, sweep: Sweep) -> tuple[str | None, str | None]:
-    """Links to the sweep's MLflow experiment and parent run in the UI at the tracking
-    URI (``<uri>/#/experiments/<id>/runs/<run id>``); None where not created yet.
+def best_trial(sweep: Sweep) -> BestTrial | None:
+    """The sweep's best trial as last read from MLflow, if any has reported."""
+    return None if sweep.best_trial is None else BestTrial.model_validate(sweep.best_trial)
 
-    Raises:
-        ApiError: ``tracking_unavailable``.
-    """
-    experiment = from_mlflow(lambda: client.get_experiment_by_name(EXPERIMENT))
-    if experiment is None:
+
+def mlflow_links(tracking_uri: str, sweep: Sweep) -> tuple[str | None, str | None]:
+    """Links to the sweep's MLflow experiment and parent run in the UI at
+    ``tracking_uri`` (``<uri>/#/experiments/<id>/runs/<run id>``); None where not
+    known yet."""
+    if sweep.mlflow_experiment_id is None:
         return None, None
-    experiment_link = f"{client.tracking_uri.rstrip('/')}/#/experiments/{experiment.experiment_id}"
-    run_id = sweep.mlflow_parent_run_id or _parent_run_id(client, experiment.experiment_id, sweep)
-    return experiment_link, f"{experiment_link}/runs/{run_id}" if run_id else None
-
-
-def _parent_run_id(client: MlflowClient, experiment_id: str, sweep: Sweep) -> str | None:
-    query = f"tags.`{SWEEP_TAG}` = '{sweep.id}' and tags.`{ROLE_TAG}` = 'sweep'"
-    runs = from_mlflow(lambda: client.search_runs([experiment_id], query, max_results=1))
-    return runs[0].info.run_id if runs else None
+    experiment = f"{tracking_uri.rstrip('/')}/#/experiments/{sweep.mlflow_experiment_id}"
+    run_id = sweep.mlflow_parent_run_id
+    return experiment, f"{experiment}/runs/{run_id}" if run_id else None
 
 
 def trial_page(

@@ -31,7 +31,13 @@ from sweep_service.store.keys import (
     list_api_keys,
     revoke_api_key,
 )
-from sweep_service.store.lifecycle import record_resubmission, transition_sweep
+from sweep_service.store.lifecycle import (
+    TrialProgress,
+    list_unsynced_finished_sweeps,
+    record_progress,
+    record_resubmission,
+    transition_sweep,
+)
 from sweep_service.store.migrate import upgrade
 from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus
 from sweep_service.store.owners import create_owner, get_owner_by_name
@@ -63,6 +69,7 @@ __all__ = [
     "SweepDraft",
     "SweepPage",
     "SweepStatus",
+    "TrialProgress",
     "api_keys_exist",
     "authenticate",
     "committing",
@@ -77,7 +84,9 @@ __all__ = [
     "list_active_sweeps",
     "list_api_keys",
     "list_sweeps",
+    "list_unsynced_finished_sweeps",
     "normalise_url",
+    "record_progress",
     "record_resubmission",
     "revoke_api_key",
     "transition_sweep",

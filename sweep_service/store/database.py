@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sweep_service.store.errors import ConflictError
 
 SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
+# The connection option that makes a SQLite transaction start as a writer (``committing``).
+WRITE_OPTION = "dicesweep_write"
 
 # Error names of a broken unique rule: PostgreSQL's SQLSTATE, and SQLite's extended
 # result codes (the primary key is a unique rule of its own there).
@@ -41,14 +43,14 @@ def normalise_url(database_url: str | URL) -> URL:
 def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     """An engine for the store at ``database_url`` (see ``normalise_url``).
 
-    On SQLite, foreign keys are enforced, the file's folder is created, and every
-    transaction starts with ``BEGIN IMMEDIATE``: SQLite has one write lock per
-    database, and taking it at the start makes transactions wait their turn (up to
-    ``SQLITE_BUSY_TIMEOUT_S``) instead of failing with "database is locked" when two
-    of them read and then both try to write. It also makes a check followed by a
-    write (quota, idempotency key) atomic. So keep sessions short (one per request
-    or per reconciler pass): on SQLite a session holds the lock from its first
-    statement until it commits, rolls back or closes. ``engine_options`` go to
+    On SQLite, foreign keys are enforced, the file's folder is created, and the
+    database is in WAL mode, so readers never wait for the writer nor it for them.
+    SQLite has one write lock per database: a transaction that writes (everything
+    inside ``committing``) starts with ``BEGIN IMMEDIATE``, taking the lock before its
+    first read, so writers wait their turn (up to ``SQLITE_BUSY_TIMEOUT_S``) instead
+    of failing with "database is locked", and a check followed by a write (quota,
+    idempotency key) is atomic. Other transactions start with a plain ``BEGIN`` and
+    read a snapshot without any lock. ``engine_options`` go to
     ``sqlalchemy.create_engine``.
     """
     url = normalise_url(database_url)
@@ -58,7 +60,7 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
     engine = create_engine(url, connect_args=connect_args, **engine_options)
     event.listen(engine, "connect", _configure_sqlite_connection)
-    event.listen(engine, "begin", _begin_immediate)
+    event.listen(engine, "begin", _begin)
     return engine
 
 
@@ -74,11 +76,27 @@ def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) 
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.execute("PRAGMA journal_mode = WAL")  # kept by the file; "memory" in memory
     cursor.close()
 
 
-def _begin_immediate(connection: Any) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+def _begin(connection: Any) -> None:
+    writes = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+
+
+def _begin_writing(session: Session) -> None:
+    """On SQLite, make the session's transaction one that started as a writer: a
+    read-only transaction in progress is ended first (its objects stay loaded), since
+    a snapshot reader that then writes fails at once when another writer committed
+    in between. Other databases lock rows (``FOR UPDATE``) and need nothing here."""
+    if session.get_bind().dialect.name != "sqlite":
+        return
+    if session.in_transaction():
+        if session.connection().get_execution_options().get(WRITE_OPTION, False):
+            return
+        session.commit()
+    session.connection(execution_options={WRITE_OPTION: True})
 
 
 def create_session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -99,11 +117,14 @@ def is_unique_violation(error: IntegrityError) -> bool:
 def committing(
     session: Session, conflict: str = "the write conflicts with an existing row"
 ) -> Iterator[None]:
-    """Commit what the block writes, or roll all of it back if anything fails.
+    """Commit what the block writes, or roll all of it back if anything fails. The
+    block runs in a writing transaction (on SQLite, one holding the write lock from
+    its first statement), so what it reads stays true until the commit.
 
     Raises:
         ConflictError: a unique rule refused the write; ``conflict`` is its message.
     """
+    _begin_writing(session)
     try:
         yield
         session.commit()

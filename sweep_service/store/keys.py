@@ -17,7 +17,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session, joinedload
@@ -30,6 +30,9 @@ KEY_SCHEME = "ds"
 PREFIX_BYTES = 6  # 12 hex characters
 SECRET_BYTES = 32  # 256 bits from the OS's CSPRNG
 _KEY_PATTERN = re.compile(r"ds_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
+# How fresh ``last_used_at`` is kept: it answers "is this key still used?", not "when
+# exactly", and a finer one would make every request a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 _REFUSED = "invalid API key"  # one message for every refusal: never say which check failed
 
 
@@ -70,8 +73,10 @@ def create_api_key(session: Session, owner_id: int, *, now: datetime | None = No
 
 
 def authenticate(session: Session, plain_key: str, *, now: datetime | None = None) -> ApiKey:
-    """The live key ``plain_key`` (its ``owner`` loaded), its ``last_used_at`` set to
-    ``now`` and committed. The hash is compared in constant time.
+    """The live key ``plain_key`` (its ``owner`` loaded). Its ``last_used_at`` is set to
+    ``now`` and committed when the stored one is older than ``LAST_USED_RESOLUTION``,
+    so that a client polling many times a second costs reads, not a write each. The
+    hash is compared in constant time.
 
     Raises:
         AuthenticationError: a malformed, unknown, wrong or revoked key, all alike.
@@ -85,8 +90,10 @@ def authenticate(session: Session, plain_key: str, *, now: datetime | None = Non
         raise AuthenticationError(_REFUSED)
     if api_key.revoked_at is not None:
         raise AuthenticationError(_REFUSED)
-    with committing(session):
-        api_key.last_used_at = now or utc_now()
+    now = now or utc_now()
+    if api_key.last_used_at is None or now - api_key.last_used_at >= LAST_USED_RESOLUTION:
+        with committing(session):
+            api_key.last_used_at = now
     return api_key
 
 

@@ -1,4 +1,5 @@
-"""A sweep's status changes: the reconciler's and the cancel route's, and resubmissions.
+"""A sweep's status changes (the reconciler's and the cancel route's), resubmissions,
+and the trials' progress the reconciler reads from MLflow.
 
 Each change re-reads the sweep under a lock (PostgreSQL: ``FOR UPDATE``; SQLite: the
 transaction's write lock) and checks it against the status found there, so two
@@ -8,9 +9,11 @@ first's result. Each commits, or rolls back and raises.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from sweep_service.store.database import committing
@@ -19,7 +22,20 @@ from sweep_service.store.errors import (
     NotFoundError,
     ResubmissionLimitError,
 )
-from sweep_service.store.models import Sweep, SweepStatus, utc_now
+from sweep_service.store.models import FINISHED_STATUSES, Sweep, SweepStatus, utc_now
+
+
+@dataclass(frozen=True)
+class TrialProgress:
+    """A sweep's trials as its tracking store shows them: counts by state, the best
+    trial so far (a JSON object, or None), and the MLflow ids once they exist."""
+
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    best_trial: dict[str, Any] | None = None
+    mlflow_experiment_id: str | None = None
+    mlflow_parent_run_id: str | None = None
 
 
 def transition_sweep(
@@ -119,3 +135,34 @@ def _lock_sweep(session: Session, sweep_id: str) -> Sweep:
     if sweep is None:
         raise NotFoundError(f"no sweep {sweep_id!r}")
     return sweep
+
+
+def record_progress(
+    session: Session, sweep_id: str, progress: TrialProgress, *, now: datetime | None = None
+) -> Sweep:
+    """Store ``progress`` as sweep ``sweep_id``'s, committed, stamped ``trials_synced_at``;
+    the MLflow ids are kept when ``progress`` has none. The status is not touched.
+
+    Raises:
+        NotFoundError: no such sweep.
+    """
+    with committing(session):
+        sweep = _lock_sweep(session, sweep_id)
+        sweep.trials_running = progress.running
+        sweep.trials_done = progress.done
+        sweep.trials_failed = progress.failed
+        sweep.best_trial = progress.best_trial
+        sweep.mlflow_experiment_id = progress.mlflow_experiment_id or sweep.mlflow_experiment_id
+        sweep.mlflow_parent_run_id = progress.mlflow_parent_run_id or sweep.mlflow_parent_run_id
+        sweep.trials_synced_at = now or utc_now()
+    return sweep
+
+
+def list_unsynced_finished_sweeps(session: Session) -> list[Sweep]:
+    """Finished sweeps whose progress was last read before they finished (or never):
+    the reconciler reads it once more, so that what a finished sweep shows is final."""
+    query = select(Sweep).where(
+        Sweep.status.in_(FINISHED_STATUSES),
+        or_(Sweep.trials_synced_at.is_(None), Sweep.trials_synced_at < Sweep.finished_at),
+    )
+    return list(session.scalars(query.order_by(Sweep.finished_at, Sweep.id)))

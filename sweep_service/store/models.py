@@ -208,6 +208,14 @@ class Sweep(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(IDEMPOTENCY_KEY_LENGTH))
     resubmissions: Mapped[int] = mapped_column(default=0, server_default="0")
     mlflow_parent_run_id: Mapped[str | None] = mapped_column(String(64))
+    # The trials' progress as MLflow last showed it (``lifecycle.record_progress``):
+    # what GET /v1/sweeps/{id} answers without searching MLflow on every poll.
+    mlflow_experiment_id: Mapped[str | None] = mapped_column(String(64))
+    trials_running: Mapped[int] = mapped_column(default=0, server_default="0")
+    trials_done: Mapped[int] = mapped_column(default=0, server_default="0")
+    trials_failed: Mapped[int] = mapped_column(default=0, server_default="0")
+    best_trial: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    trials_synced_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -65,7 +65,7 @@ def get_owner_by_name(session: Session, name: str) -> Owner:
 def lock_owner(session: Session, owner_id: int) -> Owner:
     """The owner ``owner_id``, re-read and locked until the session's transaction ends,
     so that checks against its quotas and its other sweeps hold until the commit
-    (PostgreSQL: ``FOR UPDATE``; SQLite: every transaction holds the write lock).
+    (PostgreSQL: ``FOR UPDATE``; SQLite: a ``committing`` block holds the write lock).
 
     Raises:
         NotFoundError: no owner has that id.

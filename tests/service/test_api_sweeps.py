@@ -5,12 +5,15 @@ from __future__ import annotations
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
+from sweep_service.progress import read_progress
 from sweep_service.store import (
     Owner,
     Sweep,
     SweepStatus,
+    TrialProgress,
     create_api_key,
     create_sweep,
+    record_progress,
     record_resubmission,
     transition_sweep,
 )
@@ -85,6 +88,7 @@ def test_a_new_sweep_has_every_trial_pending_and_no_best(api: Api, session: Sess
     assert detail["trials"] == {"pending": 2, "running": 0, "done": 0, "failed": 0}
     assert detail["best_trial"] is None
     assert detail["links"]["mlflow_run"] is None
+    assert detail["trials_as_of"] is None
 
 
 def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
@@ -104,6 +108,8 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
             FakeTrial({"name": "focal", "gamma": 2}, seed=1, status="KILLED"),
         ],
     )
+    # What the reconciler does once a pass; the GET reads only the store.
+    record_progress(session, sweep.id, read_progress(tracking, sweep.id))
     detail = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()
     assert detail["trials"] == {"pending": 1, "running": 1, "done": 2, "failed": 2}
     assert detail["best_trial"] == {
@@ -119,14 +125,37 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
     assert links["mlflow_run"] == f"{links['mlflow_experiment']}/runs/{parent}"
 
 
-def test_a_known_parent_run_id_is_linked_without_a_search(
+def test_the_detail_answers_from_the_store_not_from_mlflow(
     api: Api, session: Session, alice: Owner
 ) -> None:
     key = create_api_key(session, alice.id).plain_key
+    sweep = _sweep(session, alice, trials=4)
+    best = {
+        "run_id": "r1",
+        "loss": "ce",
+        "seed": 0,
+        "dataset": "mrpc",
+        "variant": "original",
+        "eval_f1": 81.0,
+    }
+    progress = TrialProgress(1, 1, 0, best, "7", "abc123")  # no such runs in MLflow
+    record_progress(session, sweep.id, progress)
+    detail = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()
+    assert detail["trials"] == {"pending": 2, "running": 1, "done": 1, "failed": 0}
+    assert detail["best_trial"] == best
+    assert detail["trials_as_of"] is not None
+    assert detail["links"]["mlflow_experiment"].endswith("/#/experiments/7")
+    assert detail["links"]["mlflow_run"].endswith("/#/experiments/7/runs/abc123")
+
+
+def test_the_parent_run_is_searched_only_while_unknown(
+    session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
     sweep = _sweep(session, alice)
-    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, mlflow_parent_run_id="abc123")
-    links = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()["links"]
-    assert links["mlflow_run"].endswith("/runs/abc123")
+    assert read_progress(tracking, sweep.id).mlflow_parent_run_id is None
+    parent = write_parent(tracking, sweep.id)
+    assert read_progress(tracking, sweep.id).mlflow_parent_run_id == parent
+    assert read_progress(tracking, sweep.id, "known").mlflow_parent_run_id == "known"
 
 
 def test_cancelling_a_submitted_sweep_stops_its_current_job(

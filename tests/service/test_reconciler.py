@@ -9,7 +9,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from sweep_service.reconciler import Reconciler, driver_failed_for_good
 from sweep_service.runner import JobState
-from sweep_service.store import Owner, SweepStatus, create_sweep, get_sweep
+from sweep_service.store import (
+    Owner,
+    Sweep,
+    SweepStatus,
+    TrialProgress,
+    create_sweep,
+    get_sweep,
+)
 from tests.service.factories import make_draft
 
 
@@ -145,3 +152,69 @@ def test_a_sweep_cancelled_while_being_submitted_has_its_job_stopped(
     reconciler.run_once()
     assert runner.stopped == [sweep_id]
     assert status(session_factory, alice, sweep_id).status is SweepStatus.CANCELLED
+
+
+class ScriptedProgress:
+    """Progress the test sets per sweep, or a tracking store that does not answer."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, TrialProgress] = {}
+        self.reads: list[str] = []
+        self.down = False
+
+    def __call__(self, sweep: Sweep) -> TrialProgress:
+        self.reads.append(sweep.id)
+        if self.down:
+            raise ConnectionError("tracking store unreachable")
+        return self.now.get(sweep.id, TrialProgress())
+
+
+def test_each_pass_stores_the_progress_and_a_finished_sweep_gets_its_final_counts(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    runner, progress = ScriptedRunner(), ScriptedProgress()
+    reconciler = Reconciler(session_factory, runner, max_resubmissions=2, progress=progress)
+    with session_factory() as session:
+        sweep_id = create_sweep(session, alice.id, make_draft("p", trials=3)).sweep.id
+    reconciler.run_once()  # submitted: no runs can exist yet, nothing read
+    assert progress.reads == []
+    runner.jobs[sweep_id] = (JobState.RUNNING, "")
+    progress.now[sweep_id] = TrialProgress(running=2, done=1, mlflow_experiment_id="1")
+    reconciler.run_once()
+    stored = status(session_factory, alice, sweep_id)
+    assert (stored.trials_running, stored.trials_done, stored.trials_failed) == (2, 1, 0)
+    assert stored.mlflow_experiment_id == "1" and stored.trials_synced_at is not None
+    # The job ends; this pass reads the progress after the job's state: final counts.
+    runner.jobs[sweep_id] = (JobState.SUCCEEDED, "")
+    best = {"run_id": "r", "loss": "ce", "seed": 0, "dataset": "d", "variant": "v", "eval_f1": 1.0}
+    progress.now[sweep_id] = TrialProgress(done=3, best_trial=best)
+    reconciler.run_once()
+    stored = status(session_factory, alice, sweep_id)
+    assert stored.status is SweepStatus.SUCCEEDED
+    assert (stored.trials_running, stored.trials_done, stored.best_trial) == (0, 3, best)
+    assert stored.mlflow_experiment_id == "1"  # kept when a read has none
+    # Read once more after it finished, then never again.
+    reads = len(progress.reads)
+    reconciler.run_once()
+    reconciler.run_once()
+    assert len(progress.reads) == reads + 1
+    assert status(session_factory, alice, sweep_id).trials_synced_at >= stored.finished_at
+
+
+def test_an_unreachable_tracking_store_delays_progress_not_status(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    runner, progress = ScriptedRunner(), ScriptedProgress()
+    reconciler = Reconciler(session_factory, runner, max_resubmissions=2, progress=progress)
+    with session_factory() as session:
+        sweep_id = create_sweep(session, alice.id, make_draft("q")).sweep.id
+    reconciler.run_once()
+    progress.down = True
+    runner.jobs[sweep_id] = (JobState.SUCCEEDED, "")
+    reconciler.run_once()
+    stored = status(session_factory, alice, sweep_id)
+    assert stored.status is SweepStatus.SUCCEEDED and stored.trials_synced_at is None
+    progress.down = False
+    progress.now[sweep_id] = TrialProgress(done=2)
+    reconciler.run_once()  # the finished sweep is read as soon as MLflow answers
+    assert status(session_factory, alice, sweep_id).trials_done == 2

@@ -94,6 +94,24 @@ def test_the_right_key_authenticates_and_is_marked_used(
         assert stored.last_used_at == T0 + timedelta(minutes=5)
 
 
+def test_last_used_is_written_at_most_once_a_minute(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    with session_factory() as session:
+        issued = create_api_key(session, alice.id, now=T0)
+    for seconds in (0, 30, 59):  # polling: reads only, the first use is kept
+        with session_factory() as session:
+            authenticate(session, issued.plain_key, now=T0 + timedelta(seconds=seconds))
+    with session_factory() as session:
+        assert session.get(ApiKey, issued.api_key.id).last_used_at == T0  # type: ignore[union-attr]
+    with session_factory() as session:
+        authenticate(session, issued.plain_key, now=T0 + timedelta(seconds=61))
+    with session_factory() as session:
+        stored = session.get(ApiKey, issued.api_key.id)
+        assert stored is not None
+        assert stored.last_used_at == T0 + timedelta(seconds=61)
+
+
 def _malformed(plain_key: str) -> list[str]:
     prefix = plain_key.split("_")[1]
     return [

@@ -9,7 +9,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, inspect, select
+from sqlalchemy import Engine, MetaData, Table, inspect, select
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,8 +17,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from sweep_service.store import (
     ApiKey,
     Owner,
+    Sweep,
     create_engine_for,
     create_owner,
+    list_unsynced_finished_sweeps,
     normalise_url,
     upgrade,
 )
@@ -43,13 +45,44 @@ def test_migrations_apply_from_empty_and_downgrade_to_base(database_url: URL) ->
         assert _tables(engine) == set()
         upgrade(database_url)
         assert _tables(engine) == TABLES
-        assert _revision(engine) == "0001"
+        assert _revision(engine) == "0002"
         with engine.begin() as connection:
             command.downgrade(alembic_config(connection), "base")
         assert _tables(engine) == set()
         assert _revision(engine) is None
         upgrade(engine)  # and up again, on an engine the caller keeps
         assert _tables(engine) == TABLES
+    finally:
+        engine.dispose()
+
+
+def test_sweeps_stored_before_progress_was_kept_are_upgraded_with_none(
+    database_url: URL,
+) -> None:
+    engine = create_engine_for(database_url)
+    try:
+        upgrade(engine, "0001")
+        tables = MetaData()
+        owners = Table("owners", tables, autoload_with=engine)
+        sweeps = Table("sweeps", tables, autoload_with=engine)
+        now = datetime.now(UTC)
+        with engine.begin() as connection:
+            connection.execute(owners.insert().values(id=1, name="old", created_at=now))
+            connection.execute(
+                sweeps.insert().values(
+                    id="sw-old", owner_id=1, name="old", spec={}, spec_sha256="0" * 64,
+                    resolved_spec={}, trial_count=3, gpus_per_trial=0.0, status="succeeded",
+                    resubmissions=0, created_at=now, updated_at=now, finished_at=now,
+                )
+            )  # fmt: skip
+        upgrade(engine)
+        with Session(engine) as session:
+            sweep = session.get(Sweep, "sw-old")
+            assert sweep is not None and sweep.trial_count == 3
+            assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 0, 0)
+            assert sweep.best_trial is None and sweep.trials_synced_at is None
+            # The reconciler's next pass reads its progress once.
+            assert [s.id for s in list_unsynced_finished_sweeps(session)] == ["sw-old"]
     finally:
         engine.dispose()
 
@@ -62,7 +95,7 @@ def test_migrated_schema_matches_the_models(engine: Engine) -> None:
 
 def test_upgrading_twice_changes_nothing(engine: Engine) -> None:
     upgrade(engine)
-    assert _revision(engine) == "0001"
+    assert _revision(engine) == "0002"
 
 
 def test_foreign_keys_are_enforced(session: Session) -> None:

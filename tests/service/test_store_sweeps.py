@@ -22,6 +22,7 @@ from sweep_service.store import (
     Sweep,
     SweepDraft,
     SweepStatus,
+    committing,
     count_active_sweeps,
     create_owner,
     create_sweep,
@@ -30,6 +31,7 @@ from sweep_service.store import (
     transition_sweep,
 )
 from sweep_service.store import sweeps as sweeps_module
+from sweep_service.store.owners import lock_owner
 from tests.service.factories import make_draft
 
 T = TypeVar("T")
@@ -210,3 +212,25 @@ def test_concurrent_submissions_respect_the_concurrency_quota(
     assert len(refused) == 3
     with session_factory() as session:
         assert count_active_sweeps(session, owner_id) == 2
+
+
+def test_reads_go_on_while_a_writer_holds_its_lock(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    with session_factory() as session:
+        sweep = create_sweep(session, alice.id, make_draft()).sweep
+    with session_factory() as writer, session_factory() as reader:
+        with committing(writer):
+            lock_owner(writer, alice.id)  # SQLite: the write lock; PostgreSQL: the row
+            writer.add(sweep_in_flight := Sweep(**_copy_of(sweep, "sw-in-flight")))
+            writer.flush()
+            # A reader sees the last committed state at once, without waiting.
+            assert get_sweep(reader, alice.id, sweep.id).id == sweep.id
+            assert _sweep_count(reader) == 1
+            reader.commit()
+        assert get_sweep(reader, alice.id, sweep_in_flight.id).id == "sw-in-flight"
+
+
+def _copy_of(sweep: Sweep, new_id: str) -> dict[str, object]:
+    columns = {column.key: getattr(sweep, column.key) for column in Sweep.__table__.columns}
+    return {**columns, "id": new_id, "idempotency_key": None}

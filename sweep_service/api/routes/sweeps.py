@@ -117,14 +117,15 @@ def read_sweeps(
 
 
 @router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
-def read_sweep(sweep: SweepDep, tracking: TrackingDep) -> SweepDetail:
-    """A sweep with its trials by state and its best trial so far (from MLflow)."""
-    rows = sweep_trials(tracking, sweep.id)
+def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
+    """A sweep with its trials by state and its best trial so far, as the service last
+    read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
     return SweepDetail.of(
         sweep,
-        sweep_links(sweep, mlflow_links(tracking, sweep)),
-        trials=trial_counts(rows, sweep.trial_count),
-        best_trial=best_trial(rows),
+        sweep_links(sweep, mlflow_links(str(settings.mlflow_tracking_uri), sweep)),
+        trials=trial_counts(sweep),
+        best_trial=best_trial(sweep),
+        trials_as_of=sweep.trials_synced_at,
     )
 
 

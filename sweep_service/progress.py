@@ -1,0 +1,71 @@
+"""A sweep's progress read from MLflow: its trials by state, the best trial so far and
+the MLflow ids to link to.
+
+The reconciler reads it once a pass for each active sweep and stores it
+(``store.record_progress``), so ``GET /v1/sweeps/{id}`` answers from one indexed read
+of the store however often clients poll, at most one reconciler interval behind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from sweep_service.results import SweepNotFoundError, trial_rows
+from sweep_service.store import TrialProgress
+
+FAILED_RUN_STATUSES = frozenset({"FAILED", "KILLED"})
+BEST_BY = "eval_f1"  # what "best trial" means, whatever metric the search ranked by
+
+
+def read_progress(
+    client: MlflowClient, sweep_id: str, parent_run_id: str | None = None
+) -> TrialProgress:
+    """The progress of ``sweep_id`` as MLflow holds it now; ``parent_run_id``, when
+    already known, spares the search for the parent run.
+
+    Raises:
+        mlflow.exceptions.MlflowException: the tracking store did not answer.
+    """
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return TrialProgress()
+    experiment_id = str(experiment.experiment_id)
+    try:
+        rows = trial_rows(client, sweep_id)
+    except SweepNotFoundError:
+        rows = pd.DataFrame(columns=["status"])
+    statuses = rows["status"]
+    return TrialProgress(
+        running=int((statuses == "RUNNING").sum()),
+        done=int((statuses == "FINISHED").sum()),
+        failed=int(statuses.isin(FAILED_RUN_STATUSES).sum()),
+        best_trial=best_trial(rows),
+        mlflow_experiment_id=experiment_id,
+        mlflow_parent_run_id=parent_run_id or _parent_run_id(client, experiment_id, sweep_id),
+    )
+
+
+def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """The trial with the highest ``eval_f1`` so far (a running trial counts with its
+    latest value), as the API's ``BestTrial``; None when no trial has reported one."""
+    if BEST_BY not in rows.columns or rows[BEST_BY].isna().all():
+        return None
+    best = rows.loc[rows[BEST_BY].idxmax()]
+    return {
+        "run_id": str(best["run_id"]),
+        "loss": str(best["loss"]),
+        "seed": int(best["seed"]),
+        "dataset": str(best["dataset"]),
+        "variant": str(best["variant"]),
+        "eval_f1": float(best[BEST_BY]),
+    }
+
+
+def _parent_run_id(client: MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"
+    runs = client.search_runs([experiment_id], query, max_results=1)
+    return str(runs[0].info.run_id) if runs else None
