@@ -11,6 +11,7 @@ in deployment. The store is migrated to the latest schema first.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -230,6 +231,10 @@ def serve(settings: ServiceSettings) -> None:
         )
         reconciler.start()
         log.info("Ray Jobs at %s; store %s", address, settings.database_url)
+        # What start-up loaded (MLflow, pandas, Ray's client: a million objects) never
+        # dies: out of the collector's sight, full collections stop pausing requests.
+        gc.collect()
+        gc.freeze()
         try:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
         finally:

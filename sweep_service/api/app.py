@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
+from sweep_service.api.auth import OwnerCache
 from sweep_service.api.deps import Services
 from sweep_service.api.errors import install_error_handlers
 from sweep_service.api.limits import BodySizeLimit
@@ -35,14 +38,27 @@ def create_app(
     ``runner`` and reading trials from ``tracking`` (default: a client of
     ``settings.mlflow_tracking_uri``). Nothing is started or connected here; the
     store must already be migrated (``sweep_service.store.upgrade``)."""
-    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Plain ``def`` routes and dependencies run on this many threads. Their work
+        # holds the GIL but for short store reads: a few threads keep both cores busy,
+        # while dozens only queue on the GIL and multiply each request's CPU time.
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        limiter.total_tokens = settings.api_threads
+        yield
+
+    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     metrics = ApiMetrics()
+    bind = getattr(session_factory, "kw", {}).get("bind")  # a sessionmaker's engine
     app.state.services = Services(
         settings=settings,
         session_factory=session_factory,
         runner=runner,
         tracking=tracking or MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri)),
         metrics=metrics,
+        owners=OwnerCache(settings.auth_cache_s),
+        inline_reads=bind is not None and bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)
     # The last added runs first: metrics see every answer, 413s included.

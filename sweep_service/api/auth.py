@@ -4,9 +4,17 @@ A key comes as ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``. Without 
 a service bound to a loopback address whose store has never had an API key acts for
 the owner ``local`` (created on first use); anywhere else a key is required
 (docs/DESIGN.md). Every refusal is a 401 with ``WWW-Authenticate: Bearer``.
+
+Who a key (or no key) acts for is remembered for ``DICESWEEP_AUTH_CACHE_S`` seconds
+(``OwnerCache``), so a client polling a sweep costs no key look-up per request: a
+revoked key, or the first key created, takes effect within that time.
 """
 
 from __future__ import annotations
+
+import hashlib
+import threading
+import time
 
 from fastapi import Request
 from sqlalchemy.orm import Session
@@ -42,19 +50,60 @@ def presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key") or None
 
 
-def request_owner(request: Request, session: Session, settings: ServiceSettings) -> Owner:
-    """The owner ``request`` acts for.
+class OwnerCache:
+    """Owners by the SHA-256 of the key presented (or of none), each for ``ttl_s``
+    seconds; refusals are never remembered. Thread-safe; at most ``max_entries``
+    (all dropped at once when full: keys are few, polling clients many)."""
+
+    def __init__(self, ttl_s: float, max_entries: int = 10_000) -> None:
+        self._ttl_s = ttl_s
+        self._max_entries = max_entries
+        self._entries: dict[bytes, tuple[float, Owner]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _slot(key: str | None) -> bytes:
+        return hashlib.sha256(b"\0" if key is None else key.encode()).digest()
+
+    def get(self, key: str | None) -> Owner | None:
+        if self._ttl_s <= 0:
+            return None
+        entry = self._entries.get(self._slot(key))
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, key: str | None, owner: Owner) -> None:
+        if self._ttl_s <= 0:
+            return
+        with self._lock:
+            if len(self._entries) >= self._max_entries:
+                self._entries.clear()
+            self._entries[self._slot(key)] = (time.monotonic() + self._ttl_s, owner)
+
+
+def request_owner(
+    request: Request, session: Session, settings: ServiceSettings, cache: OwnerCache | None = None
+) -> Owner:
+    """The owner ``request`` acts for (from ``cache`` when it remembers the key).
+    The owner's row is read without its relations: it stays usable after the session.
 
     Raises:
         AuthenticationError: a wrong, unknown or revoked key.
         ApiError: no key where one is required, or a malformed ``Authorization``.
     """
     key = presented_key(request)
+    if cache is not None and (owner := cache.get(key)) is not None:
+        return owner
     if key is not None:
-        return authenticate(session, key).owner
-    if settings.loopback and not api_keys_exist(session):
-        return local_owner(session)
-    raise ApiError("authentication_failed", _KEY_REQUIRED)
+        owner = authenticate(session, key).owner
+    elif settings.loopback and not api_keys_exist(session):
+        owner = local_owner(session)
+    else:
+        raise ApiError("authentication_failed", _KEY_REQUIRED)
+    if cache is not None:
+        cache.put(key, owner)
+    return owner
 
 
 def local_owner(session: Session) -> Owner:

@@ -2,24 +2,29 @@
 store session per request, the authenticated owner and the owner's sweep of the path.
 
 Everything comes from the ``Services`` that ``create_app`` puts on ``app.state``; no
-module holds a global.
+module holds a global. FastAPI runs each plain ``def`` dependency in its thread pool,
+one trip each: those that only look something up are ``async def`` (no trip), and
+``ReadSweepDep`` does a read-only route's whole store work in one trip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from sweep_service.api.auth import request_owner
+from sweep_service.api.auth import OwnerCache, request_owner
 from sweep_service.api.metrics import ApiMetrics
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Owner, Sweep, get_sweep
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,13 @@ class Services:
     runner: Runner
     tracking: MlflowClient
     metrics: ApiMetrics
+    owners: OwnerCache
+    # Whether short store reads run on the event loop: on SQLite they take tens of
+    # microseconds and never wait for a writer (WAL), less than a trip to a thread.
+    inline_reads: bool = False
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -41,19 +50,19 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_settings(services: ServicesDep) -> ServiceSettings:
+async def get_settings(services: ServicesDep) -> ServiceSettings:
     return services.settings
 
 
-def get_runner(services: ServicesDep) -> Runner:
+async def get_runner(services: ServicesDep) -> Runner:
     return services.runner
 
 
-def get_tracking(services: ServicesDep) -> MlflowClient:
+async def get_tracking(services: ServicesDep) -> MlflowClient:
     return services.tracking
 
 
-def get_metrics(services: ServicesDep) -> ApiMetrics:
+async def get_metrics(services: ServicesDep) -> ApiMetrics:
     return services.metrics
 
 
@@ -70,9 +79,9 @@ MetricsDep = Annotated[ApiMetrics, Depends(get_metrics)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def get_owner(request: Request, session: SessionDep, settings: SettingsDep) -> Owner:
+def get_owner(request: Request, session: SessionDep, services: ServicesDep) -> Owner:
     """The authenticated owner (see ``auth``); raises what ``request_owner`` raises."""
-    owner = request_owner(request, session, settings)
+    owner = request_owner(request, session, services.settings, services.owners)
     # End the read transaction: on SQLite every transaction holds the database's one
     # write lock, which must not stay taken while a route waits on MLflow or Ray.
     session.commit()
@@ -94,3 +103,42 @@ def get_owned_sweep(sweep_id: str, session: SessionDep, owner: OwnerDep) -> Swee
 
 
 SweepDep = Annotated[Sweep, Depends(get_owned_sweep)]
+
+
+async def as_owner(
+    request: Request,
+    services: Services,
+    work: Callable[[Session, Owner], T],
+    *,
+    read_only: bool,
+) -> T:
+    """``work(session, owner)`` for the owner ``request`` acts for, in a store session
+    of its own, closed before this returns: on the event loop for reads where they
+    are that cheap (``Services.inline_reads``), else in one trip to the thread pool
+    (writes wait for the store's write lock and for the disk).
+
+    Raises:
+        what ``request_owner`` and ``work`` raise.
+    """
+
+    def run() -> T:
+        with services.session_factory() as session:
+            owner = request_owner(request, session, services.settings, services.owners)
+            return work(session, owner)
+
+    return run() if read_only and services.inline_reads else await run_in_threadpool(run)
+
+
+async def read_owned_sweep(request: Request, sweep_id: str, services: ServicesDep) -> Sweep:
+    """The owner's sweep ``sweep_id`` of the path, for routes that only read it.
+
+    Raises:
+        what ``request_owner`` raises; NotFoundError: no such sweep, or another owner's.
+    """
+    return await as_owner(
+        request, services, lambda session, owner: get_sweep(session, owner.id, sweep_id),
+        read_only=True,
+    )  # fmt: skip
+
+
+ReadSweepDep = Annotated[Sweep, Depends(read_owned_sweep)]

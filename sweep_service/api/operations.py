@@ -8,6 +8,7 @@ nothing half-written in the store.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -77,7 +78,23 @@ def dataset_issues(spec: SweepSpec, datasets_dir: Path) -> list[SpecIssue]:
     return issues
 
 
+# What a data-set file's check found, for this long: every submission checks its files,
+# and a file that appears or goes is seen within seconds.
+FILE_CHECK_TTL_S = 5.0
+_file_checks: dict[tuple[Path, str], tuple[float, str | None]] = {}
+
+
 def _file_problem(datasets_dir: Path, relative: str) -> str | None:
+    key = (datasets_dir, relative)
+    known = _file_checks.get(key)
+    if known is not None and known[0] > time.monotonic():
+        return known[1]
+    problem = _check_file(datasets_dir, relative)
+    _file_checks[key] = (time.monotonic() + FILE_CHECK_TTL_S, problem)
+    return problem
+
+
+def _check_file(datasets_dir: Path, relative: str) -> str | None:
     try:
         target = resolve_inside(datasets_dir, relative)
     except ValueError:

@@ -181,6 +181,8 @@ class Sweep(Base):
         Index("ix_sweeps_owner_id_created_at_id", "owner_id", "created_at", "id"),
         # The reconciler's scan of the active statuses.
         Index("ix_sweeps_status", "status"),
+        # The concurrency quota's count of an owner's active sweeps, from the index alone.
+        Index("ix_sweeps_owner_id_status", "owner_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from sweep_service.store.database import committing
@@ -70,13 +70,15 @@ def lock_owner(session: Session, owner_id: int) -> Owner:
     Raises:
         NotFoundError: no owner has that id.
     """
-    query = (
-        select(Owner)
-        .where(Owner.id == owner_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    owner = session.scalars(query).one_or_none()
+    owner = session.scalars(_LOCKED_OWNER, {"owner_id": owner_id}).one_or_none()
     if owner is None:
         raise NotFoundError(f"no owner with id {owner_id}")
     return owner
+
+
+_LOCKED_OWNER = (  # built once: every submission runs it
+    select(Owner)
+    .where(Owner.id == bindparam("owner_id"))
+    .with_for_update()
+    .execution_options(populate_existing=True)
+)

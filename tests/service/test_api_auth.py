@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy.orm import Session
 
@@ -56,6 +58,37 @@ def test_a_revoked_key_is_refused(api: Api, session: Session, alice: Owner) -> N
     issued = create_api_key(session, alice.id)
     revoke_api_key(session, issued.api_key.prefix)
     assert api.client.get("/v1/sweeps", headers=bearer(issued.plain_key)).status_code == 401
+
+
+def test_a_key_revoked_while_in_use_is_refused_once_its_owner_is_forgotten(
+    make_api: MakeApi, session: Session, alice: Owner
+) -> None:
+    api = make_api(auth_cache_s=0.5)
+    issued = create_api_key(session, alice.id)
+    headers = bearer(issued.plain_key)
+    assert api.client.get("/v1/sweeps", headers=headers).status_code == 200
+    revoke_api_key(session, issued.api_key.prefix)
+    assert api.client.get("/v1/sweeps", headers=headers).status_code == 200  # remembered
+    time.sleep(0.6)
+    assert api.client.get("/v1/sweeps", headers=headers).status_code == 401
+
+
+def test_without_the_cache_a_revocation_takes_effect_at_once(
+    make_api: MakeApi, session: Session, alice: Owner
+) -> None:
+    api = make_api(auth_cache_s=0)
+    issued = create_api_key(session, alice.id)
+    assert api.client.get("/v1/sweeps", headers=bearer(issued.plain_key)).status_code == 200
+    revoke_api_key(session, issued.api_key.prefix)
+    assert api.client.get("/v1/sweeps", headers=bearer(issued.plain_key)).status_code == 401
+
+
+def test_a_wrong_key_is_never_remembered(api: Api, session: Session, alice: Owner) -> None:
+    issued = create_api_key(session, alice.id)
+    wrong = issued.plain_key[:-1] + ("A" if issued.plain_key[-1] != "A" else "B")
+    for _ in range(2):
+        assert api.client.get("/v1/sweeps", headers=bearer(wrong)).status_code == 401
+    assert api.client.get("/v1/sweeps", headers=bearer(issued.plain_key)).status_code == 200
 
 
 def test_a_presented_key_is_checked_even_on_loopback_without_keys(api: Api) -> None:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query, Response, status
+from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 
 from search_spaces.presets import list_presets
 from sweep_service.api.deps import (
-    MetricsDep,
     OwnerDep,
+    ReadSweepDep,
     RunnerDep,
+    ServicesDep,
     SessionDep,
     SettingsDep,
     SweepDep,
     TrackingDep,
+    as_owner,
 )
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
 from sweep_service.api.operations import cancel_sweep, submit_sweep
@@ -85,19 +87,24 @@ def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, Non
         429: {"description": "a quota (trials per sweep, GPUs per trial, concurrent sweeps)"},
     },
 )
-def create_sweep(
+async def create_sweep(
     spec: SpecBody,
+    request: Request,
     response: Response,
-    session: SessionDep,
-    owner: OwnerDep,
-    settings: SettingsDep,
-    metrics: MetricsDep,
+    services: ServicesDep,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    sweep, created = submit_sweep(session, owner, settings, spec.root, idempotency_key)
+    sweep, created = await as_owner(
+        request,
+        services,
+        lambda session, owner: submit_sweep(
+            session, owner, services.settings, spec.root, idempotency_key
+        ),
+        read_only=False,
+    )
     if created:
-        metrics.sweeps_submitted.inc()
+        services.metrics.sweeps_submitted.inc()
     else:
         response.status_code = status.HTTP_200_OK
     return SweepPublic.of(sweep, sweep_links(sweep))
@@ -117,7 +124,7 @@ def read_sweeps(
 
 
 @router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
-def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
+async def read_sweep(sweep: ReadSweepDep, settings: SettingsDep) -> SweepDetail:
     """A sweep with its trials by state and its best trial so far, as the service last
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
     return SweepDetail.of(
@@ -131,7 +138,7 @@ def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
 
 @router.get("/{sweep_id}/trials")
 def read_trials(
-    sweep: SweepDep,
+    sweep: ReadSweepDep,
     tracking: TrackingDep,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     page_token: TokenQuery = None,
@@ -152,7 +159,7 @@ def read_trials(
     },
 )
 def read_grid(
-    sweep: SweepDep,
+    sweep: ReadSweepDep,
     tracking: TrackingDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,

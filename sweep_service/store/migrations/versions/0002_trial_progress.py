@@ -1,4 +1,5 @@
-"""Sweeps keep their trials' progress (counts by state, best trial, MLflow ids).
+"""Sweeps keep their trials' progress (counts by state, best trial, MLflow ids); an
+index for the count of an owner's active sweeps.
 
 Revision ID: 0002
 Revises: 0001
@@ -31,9 +32,11 @@ def upgrade() -> None:
             batch.add_column(sa.Column(name, sa.Integer(), server_default="0", nullable=False))
         batch.add_column(sa.Column("best_trial", sa.JSON(), nullable=True))
         batch.add_column(sa.Column("trials_synced_at", sa.DateTime(timezone=True), nullable=True))
+    op.create_index("ix_sweeps_owner_id_status", "sweeps", ["owner_id", "status"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_sweeps_owner_id_status", table_name="sweeps")
     with op.batch_alter_table("sweeps") as batch:
         batch.drop_column("trials_synced_at")
         batch.drop_column("best_trial")
