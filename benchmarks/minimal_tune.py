@@ -25,7 +25,7 @@ from trainables.train import train
 def main() -> None:
     spec = resolve_spec(yaml.safe_load(Path(sys.argv[1]).read_text()), load_presets())
     env = {k: v for k, v in os.environ.items() if k.startswith("DICESWEEP_")}
-    ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": env})
+    ray.init(address="local", num_cpus=2, include_dashboard=False, runtime_env={"env_vars": env})
     with tempfile.TemporaryDirectory() as storage:
         tuner = tune.Tuner(
             tune.with_resources(train, {"cpu": spec.resources.cpus_per_trial}),

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -60,7 +61,7 @@ def ray_executable() -> str:
     return found
 
 
-def head_command(dashboard_port: int) -> list[str]:
+def head_command(dashboard_port: int, gcs_port: int) -> list[str]:
     """``ray start --head --block`` on loopback, its Jobs API on ``dashboard_port``.
     The GCS, client-server and agent ports are free ones, so the head never meets
     another service's default port (6379 is often Redis) or a second head here."""
@@ -70,7 +71,7 @@ def head_command(dashboard_port: int) -> list[str]:
         "--head",
         "--block",
         "--node-ip-address=127.0.0.1",
-        f"--port={_free_port()}",
+        f"--port={gcs_port}",
         "--include-dashboard=true",
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={dashboard_port}",
@@ -91,11 +92,12 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     log_path = settings.home / "logs" / "ray-head.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
+    gcs_port = _free_port()
     _wait_for_free_port(dashboard_port)
     address = f"http://127.0.0.1:{dashboard_port}"
     with log_path.open("ab") as output:
         head = subprocess.Popen(
-            head_command(dashboard_port),
+            head_command(dashboard_port, gcs_port),
             stdout=output,
             stderr=subprocess.STDOUT,
             env=_head_env(),
@@ -107,6 +109,7 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
         yield address
     finally:
         _stop_head(head)
+        _forget_head(gcs_port)
 
 
 def _terminate_with_parent() -> None:
@@ -141,6 +144,19 @@ def _wait_for_jobs_api(head: subprocess.Popen[bytes], address: str, log_path: Pa
                 f"{HEAD_START_TIMEOUT_S:.0f} s; see {log_path}"
             )
         time.sleep(0.5)
+
+
+def _forget_head(gcs_port: int) -> None:
+    """Remove the note ``ray start`` leaves of its head (``<ray temp dir>/ray_current_
+    cluster``) when it names ours: a plain ``ray.init()`` run later on this machine
+    would otherwise try to join the stopped head and wait for it."""
+    ray_temp = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray"
+    note = ray_temp / "ray_current_cluster"
+    try:
+        if note.read_text().strip().endswith(f":{gcs_port}"):
+            note.unlink()
+    except OSError:
+        pass  # no note, or another head's
 
 
 def _wait_for_free_port(port: int) -> None:

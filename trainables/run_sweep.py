@@ -174,7 +174,9 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
         # carries the settings (Ray refuses a second one that repeats them).
         ray.init(log_to_driver=False)
     else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
+        # "local": a new head of our own, never a cluster that `ray start` (or a
+        # `dicesweep serve`) left recorded on this machine.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
 
 
 def count_unfinished(experiment_path: str, expected: int) -> int:

@@ -30,7 +30,7 @@ def trivial_train(config: dict[str, Any]) -> None:
 def local_ray() -> Iterator[None]:
     # Workers cannot import this test module: ship its trainable by value.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
