@@ -168,7 +168,7 @@ class ResourcesSpec(Section):
 
 
 class TrackingLink(Section):
-    """Where a trial logs: the sweep's MLflow store, experiment and parent run."""
+    """Where a sweep's trials are logged: its MLflow store, experiment and parent run."""
 
     tracking_uri: str = Field(min_length=1)
     experiment_id: str = Field(min_length=1)
@@ -177,9 +177,7 @@ class TrackingLink(Section):
 
 class TrialConfig(Section):
     """The config each Ray Tune trial receives: one data set, variant, loss and seed.
-
-    ``tracking`` is set by the sweep driver; a trial run alone logs nowhere.
-    """
+    The sweep's driver logs what the trial reports (``trainables.tracking``)."""
 
     sweep_id: str
     dataset: str
@@ -188,7 +186,6 @@ class TrialConfig(Section):
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
-    tracking: TrackingLink | None = None
 
     @field_validator("dataset")
     @classmethod

@@ -27,7 +27,7 @@ import pandas as pd
 import yaml
 
 from search_spaces.errors import SpecError
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
+from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import load_presets
 from search_spaces.reports import (
     infer_layout,
@@ -125,8 +125,9 @@ def open_tracking(
     return client, link
 
 
-def build_tuner(spec: SweepSpec, sweep_id: str, link: TrackingLink, storage: Path) -> Any:
-    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists."""
+def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> Any:
+    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists.
+    Either way ``logger`` logs its trials to MLflow."""
     from ray import tune
 
     from search_spaces.tune_search import trial_resources, tune_config_kwargs
@@ -135,16 +136,16 @@ def build_tuner(spec: SweepSpec, sweep_id: str, link: TrackingLink, storage: Pat
     trainable = tune.with_resources(train, trial_resources(spec))
     path = storage / sweep_id
     if tune.Tuner.can_restore(str(path)):
+        # The experiment keeps its callbacks: the progress line and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
         return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
     param_space = to_param_space(spec, sweep_id=sweep_id)
-    param_space["tracking"] = link.model_dump()
     run_config = tune.RunConfig(
         name=sweep_id,
         storage_path=str(storage),
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-        callbacks=[SweepProgress(spec.search.metric, trial_count(spec))],
+        callbacks=[SweepProgress(spec.search.metric, trial_count(spec)), logger],
         verbose=0,
     )
     return tune.Tuner(
@@ -198,17 +199,15 @@ def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame(rows), failed
 
 
-def close_trial_runs(client: Any, experiment: str, sweep_id: str, results: Any) -> None:
-    """Trials stopped early by a scheduler never return: mark their runs finished."""
-    from trainables.tracking import find_run
-
-    for result in results:
-        trial_id = result.metrics.get("trial_id") if result.metrics else None
-        if not trial_id:
-            continue
-        run_id = find_run(client, experiment, {SWEEP_TAG: sweep_id, TRIAL_TAG: trial_id})
-        if run_id and client.get_run(run_id).info.status == "RUNNING":
-            client.set_terminated(run_id, "FAILED" if result.error else "FINISHED")
+def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None:
+    """An interrupted sweep's trial runs still marked running become KILLED (a resumed
+    sweep reopens them)."""
+    query = (
+        f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial' "
+        "and attributes.status = 'RUNNING'"
+    )
+    for run in client.search_runs([experiment], filter_string=query, max_results=5000):
+        client.set_terminated(run.info.run_id, "KILLED")
 
 
 def run(
@@ -224,9 +223,13 @@ def run(
         start_ray(settings, num_cpus)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
-    results = build_tuner(spec, sweep_id, link, settings.storage_path).fit()
+    from trainables.tracking import TrialLogger
+
+    logger = TrialLogger(link, client)
+    results = build_tuner(spec, sweep_id, logger, settings.storage_path).fit()
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
+        stop_running_trial_runs(client, experiment, sweep_id)
         client.set_terminated(parent, "KILLED")
         print(
             f"sweep {sweep_id} interrupted with {unfinished} trial(s) unfinished; resume with "
@@ -234,7 +237,6 @@ def run(
             file=sys.stderr,
         )
         return 130
-    close_trial_runs(client, experiment, sweep_id, results)
     rows, failed = collect_rows(results)
     for result in results:
         if result.error is not None:

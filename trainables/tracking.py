@@ -1,22 +1,41 @@
-"""MLflow lineage: one parent run per sweep, one nested run per trial.
+"""MLflow lineage: one parent run per sweep, one nested run per trial, written by the
+sweep's driver from what the trials report to Ray Tune.
 
 A trial's run is found by its tags (sweep id and Ray trial id) before one is
 created, so a retried or resumed trial keeps writing to its own run and never
 makes a duplicate. Metrics are logged with the optimiser step as MLflow's step.
+The workers stay free of MLflow (its import and store set-up cost seconds of a
+trial's CPU), and a remote GPU worker needs no route to the tracking server.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
+
+from ray.tune import Callback
 
 from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
-from trainables.loop import Reporter
+
+# What Ray Tune adds to every result: not the trial's metrics.
+TUNE_RESULT_KEYS = frozenset(
+    {
+        "training_iteration",
+        "time_total_s",
+        "time_this_iter_s",
+        "time_since_restore",
+        "timesteps_total",
+        "timesteps_since_restore",
+        "iterations_since_restore",
+        "episodes_total",
+        "timestamp",
+        "pid",
+        "warmup_time",
+    }
+)
 
 
 def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
@@ -54,62 +73,121 @@ def find_run(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str | 
     return runs[0].info.run_id if runs else None
 
 
-class TrialRun:
-    """The nested MLflow run of one trial (created once, reopened on retries)."""
+class TrialLogger(Callback):  # type: ignore[misc]
+    """Logs every trial of a sweep to its nested MLflow run, from the driver: a Ray
+    Tune callback. Workers never import MLflow.
 
-    def __init__(self, link: TrackingLink, trial: TrialConfig, trial_id: str) -> None:
-        # MLflow is imported here, not at module level: a trial opens its run in a
-        # thread while its data loads, and the import is most of the cost.
-        from mlflow.entities import Param, RunStatus
-        from mlflow.tracking import MlflowClient
+    A trial's run is opened when its worker starts (so it shows RUNNING at once) or
+    at its first result: found by tags, or created with its params and attempt 1. A
+    run this driver finds already there (a resumed sweep), and every recovery of a
+    failed worker, count one more attempt. A step at or before the last one the run
+    holds is never logged again: a trial restored from an older checkpoint reports
+    those steps a second time.
+    """
+
+    def __init__(self, link: TrackingLink, client: Any = None) -> None:
+        self.link = link
+        self._client = client
+        self._runs: dict[str, str] = {}  # Ray trial id -> MLflow run id
+        self._last_step: dict[str, int] = {}
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from mlflow.tracking import MlflowClient
+
+            self._client = MlflowClient(tracking_uri=self.link.tracking_uri)
+        return self._client
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tune keeps its callbacks with the experiment; a resumed driver gets this one
+        # back and reopens the runs (and the client) itself.
+        return {"link": self.link, "_client": None, "_runs": {}, "_last_step": {}}
+
+    def run_id(self, trial_id: str, config: Mapping[str, Any]) -> str:
+        """The trial's run, opened on first use in this driver."""
+        known = self._runs.get(trial_id)
+        if known is not None:
+            return known
+        from mlflow.entities import Param
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
-        self.client = MlflowClient(tracking_uri=link.tracking_uri)
+        from trainables.train import parse_config
+
+        trial = parse_config(dict(config))
         identity = {SWEEP_TAG: trial.sweep_id, TRIAL_TAG: trial_id}
-        existing = find_run(self.client, link.experiment_id, identity)
+        existing = find_run(self.client, self.link.experiment_id, identity)
         if existing is None:
             tags = trial_tags(trial, trial_id)
-            tags[MLFLOW_PARENT_RUN_ID] = link.parent_run_id
+            tags[MLFLOW_PARENT_RUN_ID] = self.link.parent_run_id
             tags[MLFLOW_RUN_NAME] = f"{tags[LOSS_LABEL_TAG]} seed={trial.seed}"
             tags[ATTEMPT_TAG] = "1"
-            run = self.client.create_run(link.experiment_id, tags=tags)
-            self.run_id = run.info.run_id
+            run_id = str(self.client.create_run(self.link.experiment_id, tags=tags).info.run_id)
             params = [Param(k, v) for k, v in trial_params(trial).items()]
-            self.client.log_batch(self.run_id, params=params)
+            self.client.log_batch(run_id, params=params)
+            self._last_step[trial_id] = -1
         else:
-            # A retry (the worker died) or a resumed sweep: same run, one more attempt.
-            self.run_id = existing
-            attempt = int(self.client.get_run(existing).data.tags.get(ATTEMPT_TAG, "1")) + 1
-            self.client.set_tag(self.run_id, ATTEMPT_TAG, str(attempt))
-            self.client.update_run(self.run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+            run_id = existing
+            self._last_step[trial_id] = self._logged_step(run_id)
+            self._next_attempt(run_id)
+        self._runs[trial_id] = run_id
+        return run_id
 
-    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+    def _logged_step(self, run_id: str) -> int:
+        history = self.client.get_metric_history(run_id, "step")
+        return max((int(metric.step) for metric in history), default=-1)
+
+    def _next_attempt(self, run_id: str) -> None:
+        from mlflow.entities import RunStatus
+
+        attempt = int(self.client.get_run(run_id).data.tags.get(ATTEMPT_TAG, "1")) + 1
+        self.client.set_tag(run_id, ATTEMPT_TAG, str(attempt))
+        self.client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+
+    def log_result(
+        self, trial_id: str, config: Mapping[str, Any], result: Mapping[str, Any]
+    ) -> None:
+        """Log what the trial reported (Tune's own fields left out) at its step."""
         from mlflow.entities import Metric
 
+        run_id = self.run_id(trial_id, config)
+        step = int(result.get("step", 0))
+        if step <= self._last_step.get(trial_id, -1):
+            return
         now = int(time.time() * 1000)
-        batch = [Metric(key, float(value), now, step) for key, value in metrics.items()]
-        self.client.log_batch(self.run_id, metrics=batch)
+        batch = [
+            Metric(key, float(value), now, step)
+            for key, value in result.items()
+            if key not in TUNE_RESULT_KEYS
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ]
+        self.client.log_batch(run_id, metrics=batch)
+        self._last_step[trial_id] = step
 
-    def finish(self, status: str) -> None:
-        self.client.set_terminated(self.run_id, status=status)
+    def recovered(self, trial_id: str) -> None:
+        """The trial's worker failed and Tune retries it: one more attempt."""
+        if trial_id in self._runs:
+            self._next_attempt(self._runs[trial_id])
 
+    def finish(self, trial_id: str, config: Mapping[str, Any], status: str) -> None:
+        self.client.set_terminated(self.run_id(trial_id, config), status=status)
 
-class TrackedReporter:
-    """Forwards to another reporter and logs every evaluation to the trial's run
-    (``run`` may still be opening: the first report waits for it)."""
+    # Ray Tune's hooks.
 
-    def __init__(self, inner: Reporter, run: Future[TrialRun]) -> None:
-        self.inner = inner
-        self.run = run
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.run_id(trial.trial_id, trial.config)
 
-    def latest_checkpoint(self) -> Path | None:
-        return self.inner.latest_checkpoint()
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
+    ) -> None:
+        self.log_result(trial.trial_id, trial.config, result)
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
-        # Checkpoint first: a worker lost in between leaves no metric in MLflow that the
-        # resumed trial would log a second time.
-        self.inner.report(metrics, checkpoint_dir)
-        self.run.result().log_metrics(metrics, step=int(metrics.get("step", 0)))
+    def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.recovered(trial.trial_id)
 
-    def progress(self, step: int, total: int, loss: float) -> None:
-        self.inner.progress(step, total, loss)
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.finish(trial.trial_id, trial.config, "FINISHED")  # scheduler stops included
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.finish(trial.trial_id, trial.config, "FAILED")

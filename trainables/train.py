@@ -87,26 +87,8 @@ def train(config: dict[str, Any]) -> None:
     # trial on the node spin-wait on the others (10-100x slower steps).
     cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
     torch.set_num_threads(max(1, int(cpus)))
-    link = parse_config(config).tracking
-    if link is None:
-        run_trial(config, RayTuneReporter())
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ray import tune
-
-    from trainables.tracking import TrackedReporter, TrialRun
-
-    trial_id = tune.get_context().get_trial_id()
-    # The trial's MLflow run opens while its data loads and its model is built.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        opening = pool.submit(TrialRun, link, parse_config(config), trial_id)
-        try:
-            run_trial(config, TrackedReporter(RayTuneReporter(), opening))
-        except BaseException:
-            opening.result().finish("FAILED")
-            raise
-        opening.result().finish("FINISHED")
+    # What it reports reaches MLflow through the driver (trainables.tracking).
+    run_trial(config, RayTuneReporter())
 
 
 class TerminalReporter:
