@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -199,6 +200,14 @@ def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame(rows), failed
 
 
+def import_report_libraries() -> None:
+    """Import what the reports need (matplotlib, SciPy's tests: seconds) while the
+    trials run and the driver mostly waits, rather than after the last trial."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+    from matplotlib.figure import Figure  # noqa: F401
+    from scipy import stats  # noqa: F401
+
+
 def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None:
     """An interrupted sweep's trial runs still marked running become KILLED (a resumed
     sweep reopens them)."""
@@ -226,7 +235,9 @@ def run(
     from trainables.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
-    results = build_tuner(spec, sweep_id, logger, settings.storage_path).fit()
+    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path)
+    threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
+    results = tuner.fit()
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
         stop_running_trial_runs(client, experiment, sweep_id)
