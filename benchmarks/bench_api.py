@@ -208,9 +208,11 @@ def main() -> None:
         "Service: API latency and memory",
         f"Machine: {machine_description()}. Command: `python benchmarks/bench_api.py "
         f"--requests {args.requests}`. `dicesweep serve` on embedded defaults (SQLite "
-        f"store), {CLIENTS} concurrent keep-alive clients on loopback in a second process "
-        'sharing the same 2 cores; POST bodies `{"extends": "smoke"}` (validated, '
-        "stored as pending); GETs read the sweeps just created (store and MLflow look-ups).\n\n"
+        f"store), {CLIENTS} concurrent closed-loop keep-alive clients (raw asyncio HTTP/1.1, "
+        "each sending its next request when the last answer arrives) in a second process "
+        'sharing the same cores; POST bodies `{"extends": "smoke"}` (validated, stored as '
+        "pending); GETs read the sweeps just created (one store read: the reconciler keeps "
+        "the trials' progress in the store).\n\n"
         + table
         + "\n",
     )
