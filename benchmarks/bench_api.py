@@ -212,9 +212,7 @@ def main() -> None:
         "each sending its next request when the last answer arrives) in a second process "
         'sharing the same cores; POST bodies `{"extends": "smoke"}` (validated, stored as '
         "pending); GETs read the sweeps just created (one store read: the reconciler keeps "
-        "the trials' progress in the store).\n\n"
-        + table
-        + "\n",
+        "the trials' progress in the store).\n\n" + table + "\n",
     )
 
 
