@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +94,11 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
     gcs_port = _free_port()
+    # Ray's token auth, explicitly, for the head and for this process's Jobs client
+    # alike (left alone, a new head turns it on and a client may not): the token is
+    # Ray's own (~/.ray/auth_token, made by the head when missing). An operator's
+    # RAY_AUTH_MODE wins.
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     _wait_for_free_port(dashboard_port)
     address = f"http://127.0.0.1:{dashboard_port}"
     with log_path.open("ab") as output:
@@ -135,6 +141,9 @@ def _wait_for_jobs_api(head: subprocess.Popen[bytes], address: str, log_path: Pa
             with urllib.request.urlopen(f"{address}/api/version", timeout=5) as answer:
                 if answer.status == 200:
                     return
+        except urllib.error.HTTPError as refused:
+            if refused.code in (401, 403):
+                return  # it answers, asking for Ray's token: the Jobs client sends it
         except OSError:
             pass
         if time.monotonic() > deadline:

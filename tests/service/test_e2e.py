@@ -34,7 +34,10 @@ class Service:
     def __init__(self, home: Path, datasets: Path) -> None:
         self.home = home
         self.port = free_port()
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+        # As `make demo` runs it: Ray's auth left to the service (token auth on its head).
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("DICESWEEP_", "RAY_AUTH"))
+        }
         self.env.update(
             DICESWEEP_HOME=str(home),
             DICESWEEP_DATASETS_DIR=str(datasets),
@@ -42,7 +45,6 @@ class Service:
             DICESWEEP_RAY_DASHBOARD_PORT=str(free_port()),
             DICESWEEP_RECONCILE_INTERVAL_S="1",
             OMP_NUM_THREADS="1",
-            RAY_AUTH_MODE="disabled",
         )
         self.process: subprocess.Popen[bytes] | None = None
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
