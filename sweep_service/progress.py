@@ -35,7 +35,7 @@ def read_progress(
         return TrialProgress()
     experiment_id = str(experiment.experiment_id)
     try:
-        rows = trial_rows(client, sweep_id)
+        rows = trial_rows(client, sweep_id, experiment_id)
     except SweepNotFoundError:
         rows = pd.DataFrame(columns=["status"])
     statuses = rows["status"]

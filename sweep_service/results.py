@@ -22,17 +22,22 @@ def _value(text: str) -> Any:
     return parsed if isinstance(parsed, bool | int | float) else text
 
 
-def trial_rows(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
+def trial_rows(
+    client: MlflowClient, sweep_id: str, experiment_id: str | None = None
+) -> pd.DataFrame:
     """One row per trial run of ``sweep_id``: the row shape of ``search_spaces.reports``.
+    ``experiment_id``, when the caller has it, spares looking the experiment up.
 
     Raises:
         SweepNotFoundError: no experiment, or no trial run with that sweep id.
     """
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    if experiment is None:
-        raise SweepNotFoundError(f"no sweeps tracked yet (no {EXPERIMENT!r} experiment)")
+    if experiment_id is None:
+        experiment = client.get_experiment_by_name(EXPERIMENT)
+        if experiment is None:
+            raise SweepNotFoundError(f"no sweeps tracked yet (no {EXPERIMENT!r} experiment)")
+        experiment_id = str(experiment.experiment_id)
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
-    runs = client.search_runs([experiment.experiment_id], filter_string=query, max_results=5000)
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=5000)
     if not runs:
         raise SweepNotFoundError(f"no trials found for sweep {sweep_id!r}")
     rows = []

@@ -11,6 +11,7 @@ in deployment. The store is migrated to the latest schema first.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -161,11 +162,9 @@ def _forget_head(gcs_port: int) -> None:
     would otherwise try to join the stopped head and wait for it."""
     ray_temp = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray"
     note = ray_temp / "ray_current_cluster"
-    try:
+    with contextlib.suppress(OSError):  # no note (or it went meanwhile): nothing to do
         if note.read_text().strip().endswith(f":{gcs_port}"):
             note.unlink()
-    except OSError:
-        pass  # no note, or another head's
 
 
 def _wait_for_free_port(port: int) -> None:

@@ -15,27 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ray.tune import Callback
+from ray.tune.result import AUTO_RESULT_KEYS
 
 from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
-
-# What Ray Tune adds to every result: not the trial's metrics.
-TUNE_RESULT_KEYS = frozenset(
-    {
-        "training_iteration",
-        "time_total_s",
-        "time_this_iter_s",
-        "time_since_restore",
-        "timesteps_total",
-        "timesteps_since_restore",
-        "iterations_since_restore",
-        "episodes_total",
-        "timestamp",
-        "pid",
-        "warmup_time",
-    }
-)
 
 
 def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
@@ -158,7 +142,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         batch = [
             Metric(key, float(value), now, step)
             for key, value in result.items()
-            if key not in TUNE_RESULT_KEYS
+            if key not in AUTO_RESULT_KEYS  # what Tune adds to every result
             and isinstance(value, int | float)
             and not isinstance(value, bool)
         ]
