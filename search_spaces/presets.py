@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -58,6 +59,13 @@ def load_presets() -> dict[str, dict[str, Any]]:
     return copy.deepcopy(_read_presets())
 
 
+def shared_presets() -> Mapping[str, Mapping[str, Any]]:
+    """Every preset's spec as written, by name: the parsed files themselves, read-only
+    by contract (``resolve_spec`` never modifies its inputs), so resolving a spec
+    copies nothing. ``load_presets`` gives a copy to change."""
+    return _read_presets()
+
+
 def preset_names() -> list[str]:
     """The preset names, sorted."""
     return sorted(_read_presets())
@@ -71,7 +79,7 @@ def get_preset(name: str) -> SweepSpec:
     """
     if name not in _read_presets():
         raise UnknownPresetError(f"unknown preset {name!r}; valid: {', '.join(preset_names())}")
-    return resolve_spec({"extends": name}, load_presets())
+    return resolve_spec({"extends": name}, shared_presets())
 
 
 def list_presets() -> list[PresetInfo]:

@@ -279,9 +279,9 @@ def resolve_spec(
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
     if presets is None:
         # Imported here: the presets module validates its files with this one.
-        from search_spaces.presets import load_presets
+        from search_spaces.presets import shared_presets
 
-        presets = load_presets()
+        presets = shared_presets()
     merged = apply_extends(data, presets)
     try:
         return SweepSpec.model_validate(merged, context={"max_trials": max_trials})

@@ -16,6 +16,7 @@ from sweep_service.api.errors import install_error_handlers
 from sweep_service.api.limits import BodySizeLimit
 from sweep_service.api.main import api_router, route_templates
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
+from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
 
@@ -46,18 +47,22 @@ def create_app(
         # while dozens only queue on the GIL and multiply each request's CPU time.
         limiter = anyio.to_thread.current_default_thread_limiter()
         limiter.total_tokens = settings.api_threads
-        yield
+        try:
+            yield
+        finally:
+            services.submissions.close()
 
     app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     metrics = ApiMetrics()
     bind = getattr(session_factory, "kw", {}).get("bind")  # a sessionmaker's engine
-    app.state.services = Services(
+    services = app.state.services = Services(
         settings=settings,
         session_factory=session_factory,
         runner=runner,
         tracking=tracking or MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri)),
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
+        submissions=SubmissionWriter(session_factory),
         inline_reads=bind is not None and bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import OwnerCache, request_owner
 from sweep_service.api.metrics import ApiMetrics
+from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Owner, Sweep, get_sweep
@@ -37,6 +38,7 @@ class Services:
     tracking: MlflowClient
     metrics: ApiMetrics
     owners: OwnerCache
+    submissions: SubmissionWriter
     # Whether short store reads run on the event loop: on SQLite they take tens of
     # microseconds and never wait for a writer (WAL), less than a trip to a thread.
     inline_reads: bool = False
@@ -127,6 +129,15 @@ async def as_owner(
             return work(session, owner)
 
     return run() if read_only and services.inline_reads else await run_in_threadpool(run)
+
+
+async def current_owner(request: Request, services: Services) -> Owner:
+    """The owner ``request`` acts for (see ``as_owner``).
+
+    Raises:
+        what ``request_owner`` raises.
+    """
+    return await as_owner(request, services, lambda _, owner: owner, read_only=True)
 
 
 async def read_owned_sweep(request: Request, sweep_id: str, services: ServicesDep) -> Sweep:

@@ -1,9 +1,9 @@
-"""What the sweep routes do, as plain functions: submit and cancel.
+"""What the sweep routes do, as plain functions: validate a submission, and cancel.
 
-Submitting validates the spec once, checks what it points at, and stores the sweep
-``pending`` in one committed write (or not at all); the reconciler submits it to Ray
-afterwards, so a refused or failed submission leaves nothing on the cluster and
-nothing half-written in the store.
+A submission's spec is validated once, with what it points at, before anything is
+stored; the sweep is then stored ``pending`` in one committed write, or not at all
+(``submissions``), and the reconciler submits it to Ray afterwards, so a refused or
+failed submission leaves nothing on the cluster and nothing half-written in the store.
 """
 
 from __future__ import annotations
@@ -21,43 +21,25 @@ from search_spaces.spec import SweepSpec, resolve_spec
 from sweep_service.api.errors import ApiError
 from sweep_service.runner import Runner, job_id
 from sweep_service.settings import ServiceSettings
-from sweep_service.store import (
-    Owner,
-    Submission,
-    Sweep,
-    SweepDraft,
-    SweepStatus,
-    create_sweep,
-    transition_sweep,
-)
+from sweep_service.store import Sweep, SweepDraft, SweepStatus, transition_sweep
 
 # The splits a trial reads (trainables.trial_data); a missing test split harms nothing.
 TRIAL_SPLITS: tuple[Split, ...] = ("train", "eval")
 
 
-def submit_sweep(
-    session: Session,
-    owner: Owner,
-    settings: ServiceSettings,
-    submitted: Mapping[str, Any],
-    idempotency_key: str | None = None,
-) -> Submission:
-    """Validate ``submitted`` and store it as a pending sweep of ``owner`` (or find the
-    sweep an earlier request with the same ``idempotency_key`` and spec stored).
+def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any]) -> SweepDraft:
+    """What storing ``submitted`` would store, once it is validated.
 
     Raises:
         SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
             whose files are not under ``settings.datasets_dir``, or a model path that
             leaves the workers' folder.
-        QuotaExceededError, IdempotencyMismatchError, InvalidArgumentError: from
-            ``create_sweep``; nothing was stored.
     """
     resolved = resolve_spec(submitted, max_trials=settings.max_trials)
     issues = model_path_issues(resolved) + dataset_issues(resolved, _datasets_dir(settings))
     if issues:
         raise SpecError(issues)
-    draft = SweepDraft.from_spec(submitted, resolved)
-    return create_sweep(session, owner.id, draft, idempotency_key=idempotency_key)
+    return SweepDraft.from_spec(submitted, resolved)
 
 
 def dataset_issues(spec: SweepSpec, datasets_dir: Path) -> list[SpecIssue]:

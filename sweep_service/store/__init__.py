@@ -45,8 +45,10 @@ from sweep_service.store.pages import SweepPage, list_sweeps
 from sweep_service.store.sweeps import (
     Submission,
     SweepDraft,
+    SweepRequest,
     count_active_sweeps,
     create_sweep,
+    create_sweeps,
     get_sweep,
     list_active_sweeps,
 )
@@ -68,6 +70,7 @@ __all__ = [
     "Sweep",
     "SweepDraft",
     "SweepPage",
+    "SweepRequest",
     "SweepStatus",
     "TrialProgress",
     "api_keys_exist",
@@ -79,6 +82,7 @@ __all__ = [
     "create_owner",
     "create_session_factory",
     "create_sweep",
+    "create_sweeps",
     "get_owner_by_name",
     "get_sweep",
     "list_active_sweeps",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -26,6 +26,7 @@ from sweep_service.store.errors import (
     InvalidArgumentError,
     NotFoundError,
     QuotaExceededError,
+    StoreError,
 )
 from sweep_service.store.models import (
     ACTIVE_STATUSES,
@@ -85,6 +86,15 @@ def new_sweep_id() -> str:
     return SWEEP_ID_PREFIX + secrets.token_hex(SWEEP_ID_BYTES)
 
 
+@dataclass(frozen=True)
+class SweepRequest:
+    """One submission for ``create_sweeps``: ``owner_id`` asks to store ``draft``."""
+
+    owner_id: int
+    draft: SweepDraft
+    idempotency_key: str | None = None
+
+
 def create_sweep(
     session: Session,
     owner_id: int,
@@ -107,37 +117,96 @@ def create_sweep(
         QuotaExceededError: too many trials or GPUs per trial, or too many active sweeps.
         ConflictError: the generated id is taken (nothing written; submitting again works).
     """
-    if idempotency_key is not None and not 1 <= len(idempotency_key) <= IDEMPOTENCY_KEY_LENGTH:
-        raise InvalidArgumentError(
-            f"an Idempotency-Key has 1 to {IDEMPOTENCY_KEY_LENGTH} characters"
-        )
-    now = now or utc_now()
-    digest = spec_digest(draft.spec)
-    with committing(session, conflict="a sweep with the generated id exists; submit again"):
-        owner = lock_owner(session, owner_id)
-        if idempotency_key is not None:
-            earlier = _earlier_submission(session, owner_id, idempotency_key, digest)
-            if earlier is not None:
-                return Submission(earlier, created=False)
-        _check_quotas(session, owner, draft)
-        sweep = _new_sweep(owner_id, draft, digest, idempotency_key, now)
-        session.add(sweep)
-    return Submission(sweep, created=True)
+    request = SweepRequest(owner_id, draft, idempotency_key)
+    (outcome,) = create_sweeps(session, [request], now=now)
+    if isinstance(outcome, StoreError):
+        raise outcome
+    return outcome
 
 
-def _earlier_submission(session: Session, owner_id: int, key: str, digest: str) -> Sweep | None:
-    """The owner's sweep submitted with ``key``, if any.
+def create_sweeps(
+    session: Session, requests: Sequence[SweepRequest], *, now: datetime | None = None
+) -> list[Submission | StoreError]:
+    """Store several submissions in one committed transaction. Each is checked as
+    ``create_sweep`` checks it, in order, against the store and the requests before
+    it (an idempotent retry in the same batch finds the first; the quotas count the
+    sweeps the batch adds). Returns one outcome per request: its ``Submission``, or
+    the ``StoreError`` that refused it, for which nothing was stored.
+
+    Every owner involved is locked first, in id order, so concurrent batches (of
+    other processes too) neither interleave nor deadlock.
 
     Raises:
-        IdempotencyMismatchError: that sweep's spec has another digest than ``digest``.
+        ConflictError: a unique rule refused the batch's write (a generated id taken,
+            or an ``Idempotency-Key`` another process stored meanwhile); nothing of
+            the batch was stored, and each request may be submitted again alone.
     """
+    now = now or utc_now()
+    outcomes: list[Submission | StoreError | None] = [None] * len(requests)
+    with committing(session, conflict="a sweep with the generated id exists; submit again"):
+        # The batch's sweeps join the session together at the end (one multi-row
+        # insert); until then the batch keeps its own account of them.
+        batch = _Batch(session, sorted({request.owner_id for request in requests}))
+        for index, request in enumerate(requests):
+            try:
+                outcomes[index] = batch.submit(request, now)
+            except StoreError as refusal:
+                outcomes[index] = refusal
+        session.add_all(batch.new_sweeps)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+class _Batch:
+    """The owners of a batch (locked) and what the batch has stored so far."""
+
+    def __init__(self, session: Session, owner_ids: list[int]) -> None:
+        self.session = session
+        self.owners: dict[int, Owner | NotFoundError] = {}
+        self.active: dict[int, int] = {}
+        for owner_id in owner_ids:
+            try:
+                self.owners[owner_id] = lock_owner(session, owner_id)
+            except NotFoundError as missing:
+                self.owners[owner_id] = missing
+        self.by_key: dict[tuple[int, str], Sweep] = {}
+        self.new_sweeps: list[Sweep] = []
+
+    def submit(self, request: SweepRequest, now: datetime) -> Submission:
+        key = request.idempotency_key
+        if key is not None and not 1 <= len(key) <= IDEMPOTENCY_KEY_LENGTH:
+            raise InvalidArgumentError(
+                f"an Idempotency-Key has 1 to {IDEMPOTENCY_KEY_LENGTH} characters"
+            )
+        owner = self.owners[request.owner_id]
+        if isinstance(owner, NotFoundError):
+            raise owner
+        digest = spec_digest(request.draft.spec)
+        if key is not None:
+            earlier = self.by_key.get((owner.id, key)) or _earlier_submission(
+                self.session, owner.id, key
+            )
+            if earlier is not None:
+                if earlier.spec_sha256 != digest:
+                    raise IdempotencyMismatchError(
+                        f"Idempotency-Key {key!r} was used for sweep {earlier.id} "
+                        "with a different spec"
+                    )
+                return Submission(earlier, created=False)
+        if owner.id not in self.active:
+            self.active[owner.id] = count_active_sweeps(self.session, owner.id)
+        _check_quotas(owner, request.draft, self.active[owner.id])
+        sweep = _new_sweep(owner.id, request.draft, digest, key, now)
+        self.active[owner.id] += 1
+        self.new_sweeps.append(sweep)
+        if key is not None:
+            self.by_key[(owner.id, key)] = sweep
+        return Submission(sweep, created=True)
+
+
+def _earlier_submission(session: Session, owner_id: int, key: str) -> Sweep | None:
+    """The owner's sweep submitted with ``key``, if any."""
     query = select(Sweep).where(Sweep.owner_id == owner_id, Sweep.idempotency_key == key)
-    earlier = session.scalars(query).one_or_none()
-    if earlier is not None and earlier.spec_sha256 != digest:
-        raise IdempotencyMismatchError(
-            f"Idempotency-Key {key!r} was used for sweep {earlier.id} with a different spec"
-        )
-    return earlier
+    return session.scalars(query).one_or_none()
 
 
 def _new_sweep(
@@ -161,8 +230,9 @@ def _new_sweep(
     )
 
 
-def _check_quotas(session: Session, owner: Owner, draft: SweepDraft) -> None:
-    """Raises QuotaExceededError naming the first quota ``draft`` would break."""
+def _check_quotas(owner: Owner, draft: SweepDraft, active: int) -> None:
+    """Raises QuotaExceededError naming the first quota ``draft`` would break, when
+    ``owner`` has ``active`` unfinished sweeps."""
     if draft.trial_count > owner.max_trials_per_sweep:
         raise QuotaExceededError(
             f"{draft.trial_count} trials exceed the quota of "
@@ -173,7 +243,6 @@ def _check_quotas(session: Session, owner: Owner, draft: SweepDraft) -> None:
             f"{draft.gpus_per_trial:g} GPUs per trial exceed the quota of "
             f"{owner.max_gpus_per_trial:g}"
         )
-    active = count_active_sweeps(session, owner.id)
     if active >= owner.max_concurrent_sweeps:
         raise QuotaExceededError(
             f"{active} sweeps are active; the quota is {owner.max_concurrent_sweeps} at once"

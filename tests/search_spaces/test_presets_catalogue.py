@@ -13,6 +13,7 @@ from search_spaces.presets import (
     list_presets,
     load_presets,
     preset_names,
+    shared_presets,
 )
 from search_spaces.spec import expand_losses, resolve_spec, trial_count
 
@@ -124,3 +125,11 @@ def test_a_user_overrides_a_preset() -> None:
     spec = resolve_spec({"extends": "table8", "seeds": [0], "task": {"variant": "original"}})
     assert trial_count(spec) == 4
     assert spec.model == "bert-base-uncased"
+
+
+def test_resolving_leaves_the_shared_presets_as_parsed() -> None:
+    before = load_presets()
+    for name in before:
+        spec = resolve_spec({"extends": name, "seeds": [5, 6]})
+        assert spec.seeds == [5, 6]
+    assert shared_presets() == before

@@ -16,10 +16,10 @@ from sweep_service.api.deps import (
     SettingsDep,
     SweepDep,
     TrackingDep,
-    as_owner,
+    current_owner,
 )
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
-from sweep_service.api.operations import cancel_sweep, submit_sweep
+from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
 from sweep_service.api.schemas import (
     SweepCreate,
@@ -38,7 +38,7 @@ from sweep_service.api.trials import (
     trial_page,
 )
 from sweep_service.results import trial_rows
-from sweep_service.store import Sweep, list_sweeps
+from sweep_service.store import Sweep, SweepRequest, list_sweeps
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
@@ -95,14 +95,10 @@ async def create_sweep(
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    sweep, created = await as_owner(
-        request,
-        services,
-        lambda session, owner: submit_sweep(
-            session, owner, services.settings, spec.root, idempotency_key
-        ),
-        read_only=False,
-    )
+    owner = await current_owner(request, services)
+    draft = validate_submission(services.settings, spec.root)
+    submission = SweepRequest(owner.id, draft, idempotency_key)
+    sweep, created = await services.submissions.submit(submission)
     if created:
         services.metrics.sweeps_submitted.inc()
     else:
