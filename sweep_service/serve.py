@@ -260,6 +260,12 @@ def serve(settings: ServiceSettings) -> None:
         gc.collect()
         gc.freeze()
         try:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+            uvicorn.run(
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_level="info",
+                access_log=settings.access_log,
+            )
         finally:
             reconciler.stop()

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from mlflow.tracking import MlflowClient
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import OwnerCache
@@ -54,7 +55,7 @@ def create_app(
 
     app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     metrics = ApiMetrics()
-    bind = getattr(session_factory, "kw", {}).get("bind")  # a sessionmaker's engine
+    bind = _engine_of(session_factory)
     services = app.state.services = Services(
         settings=settings,
         session_factory=session_factory,
@@ -63,7 +64,8 @@ def create_app(
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
         submissions=SubmissionWriter(session_factory),
-        inline_reads=bind is not None and bind.dialect.name == "sqlite",
+        engine=bind,
+        inline_reads=bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)
     # The last added runs first: metrics see every answer, 413s included.
@@ -71,3 +73,12 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
     app.include_router(api_router())
     return app
+
+
+def _engine_of(session_factory: Callable[[], Session]) -> Engine:
+    """The engine ``session_factory``'s sessions are bound to."""
+    with session_factory() as session:
+        bind = session.get_bind()
+    if not isinstance(bind, Engine):
+        raise TypeError("create_app needs sessions bound to an Engine")
+    return bind

@@ -82,6 +82,15 @@ class OwnerCache:
             self._entries[self._slot(key)] = (time.monotonic() + self._ttl_s, owner)
 
 
+def remembered_owner(request: Request, cache: OwnerCache) -> Owner | None:
+    """The owner ``cache`` remembers for the key of ``request``, if any; no store read.
+
+    Raises:
+        ApiError: a malformed ``Authorization``.
+    """
+    return cache.get(presented_key(request))
+
+
 def request_owner(
     request: Request, session: Session, settings: ServiceSettings, cache: OwnerCache | None = None
 ) -> Owner:

@@ -16,9 +16,10 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from mlflow.tracking import MlflowClient
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from sweep_service.api.auth import OwnerCache, request_owner
+from sweep_service.api.auth import OwnerCache, remembered_owner, request_owner
 from sweep_service.api.metrics import ApiMetrics
 from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
@@ -39,6 +40,7 @@ class Services:
     metrics: ApiMetrics
     owners: OwnerCache
     submissions: SubmissionWriter
+    engine: Engine
     # Whether short store reads run on the event loop: on SQLite they take tens of
     # microseconds and never wait for a writer (WAL), less than a trip to a thread.
     inline_reads: bool = False
@@ -132,12 +134,22 @@ async def as_owner(
 
 
 async def current_owner(request: Request, services: Services) -> Owner:
-    """The owner ``request`` acts for (see ``as_owner``).
+    """The owner ``request`` acts for (see ``as_owner``); no store work at all when
+    the key's owner is remembered.
 
     Raises:
         what ``request_owner`` raises.
     """
+    owner = remembered_owner(request, services.owners)
+    if owner is not None:
+        return owner
     return await as_owner(request, services, lambda _, owner: owner, read_only=True)
+
+
+async def store_read(services: Services, read: Callable[[], T]) -> T:
+    """``read()``: on the event loop where store reads are that cheap
+    (``Services.inline_reads``), else in a trip to the thread pool."""
+    return read() if services.inline_reads else await run_in_threadpool(read)
 
 
 async def read_owned_sweep(request: Request, sweep_id: str, services: ServicesDep) -> Sweep:

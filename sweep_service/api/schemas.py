@@ -7,7 +7,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, RootModel
 
-from sweep_service.store import Sweep, SweepStatus
+from sweep_service.store import SweepFields, SweepStatus
 
 ParamValue = bool | int | float | str
 
@@ -46,11 +46,13 @@ class SweepPublic(BaseModel):
     links: SweepLinks
 
     @classmethod
-    def of(cls, sweep: Sweep, links: SweepLinks, **extra: Any) -> Self:
+    def of(cls, sweep: SweepFields, links: SweepLinks, **extra: Any) -> Self:
         """The view of ``sweep``; ``extra`` fills the fields a subclass adds."""
-        names = [name for name in SweepPublic.model_fields if name != "links"]
-        stored = {name: getattr(sweep, name) for name in names}
+        stored = {name: getattr(sweep, name) for name in _STORED_FIELDS}
         return cls(**stored, links=links, **extra)
+
+
+_STORED_FIELDS = tuple(name for name in SweepPublic.model_fields if name != "links")
 
 
 class SweepsPublic(BaseModel):

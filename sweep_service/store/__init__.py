@@ -45,12 +45,14 @@ from sweep_service.store.pages import SweepPage, list_sweeps
 from sweep_service.store.sweeps import (
     Submission,
     SweepDraft,
+    SweepFields,
     SweepRequest,
     count_active_sweeps,
     create_sweep,
     create_sweeps,
     get_sweep,
     list_active_sweeps,
+    read_sweep_fields,
 )
 
 __all__ = [
@@ -69,6 +71,7 @@ __all__ = [
     "Submission",
     "Sweep",
     "SweepDraft",
+    "SweepFields",
     "SweepPage",
     "SweepRequest",
     "SweepStatus",
@@ -90,6 +93,7 @@ __all__ = [
     "list_sweeps",
     "list_unsynced_finished_sweeps",
     "normalise_url",
+    "read_sweep_fields",
     "record_progress",
     "record_resubmission",
     "revoke_api_key",

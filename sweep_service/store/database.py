@@ -23,6 +23,9 @@ SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one wr
 SQLITE_POOL_SIZE = 48  # connections kept open to a file database (see create_engine_for)
 # The connection option that makes a SQLite transaction start as a writer (``committing``).
 WRITE_OPTION = "dicesweep_write"
+# The connection option of a connection that runs one read statement and nothing else:
+# SQLite then needs no BEGIN (a statement alone reads one snapshot).
+SINGLE_READ_OPTION = "dicesweep_single_read"
 
 # Error names of a broken unique rule: PostgreSQL's SQLSTATE, and SQLite's extended
 # result codes (the primary key is a unique rule of its own there).
@@ -53,7 +56,8 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     first read, so writers wait their turn (up to ``SQLITE_BUSY_TIMEOUT_S``) instead
     of failing with "database is locked", and a check followed by a write (quota,
     idempotency key) is atomic. Other transactions start with a plain ``BEGIN`` and
-    read a snapshot without any lock. ``engine_options`` go to
+    read a snapshot without any lock; a connection with ``SINGLE_READ_OPTION`` runs
+    its one statement without a BEGIN at all. ``engine_options`` go to
     ``sqlalchemy.create_engine``.
     """
     url = normalise_url(database_url)
@@ -94,8 +98,10 @@ def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) 
 
 
 def _begin(connection: Any) -> None:
-    writes = connection.get_execution_options().get(WRITE_OPTION, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+    options = connection.get_execution_options()
+    if options.get(SINGLE_READ_OPTION, False):
+        return
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITE_OPTION, False) else "BEGIN")
 
 
 _WRITER_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()

@@ -14,13 +14,13 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import Engine, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from search_spaces.spec import SweepSpec, trial_count
-from sweep_service.store.database import committing
+from sweep_service.store.database import SINGLE_READ_OPTION, committing
 from sweep_service.store.errors import (
     IdempotencyMismatchError,
     InvalidArgumentError,
@@ -267,6 +267,69 @@ def get_sweep(session: Session, owner_id: int, sweep_id: str) -> Sweep:
 _OWNED_SWEEP = select(Sweep).where(
     Sweep.id == bindparam("sweep_id"), Sweep.owner_id == bindparam("owner_id")
 )
+
+
+class SweepFields(Protocol):
+    """A sweep as the API shows it: a ``Sweep``, or what ``read_sweep_fields`` reads."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> SweepStatus: ...
+    @property
+    def preset(self) -> str | None: ...
+    @property
+    def trial_count(self) -> int: ...
+    @property
+    def gpus_per_trial(self) -> float: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def started_at(self) -> datetime | None: ...
+    @property
+    def finished_at(self) -> datetime | None: ...
+    @property
+    def mlflow_experiment_id(self) -> str | None: ...
+    @property
+    def mlflow_parent_run_id(self) -> str | None: ...
+    @property
+    def trials_running(self) -> int: ...
+    @property
+    def trials_done(self) -> int: ...
+    @property
+    def trials_failed(self) -> int: ...
+    @property
+    def best_trial(self) -> dict[str, Any] | None: ...
+    @property
+    def trials_synced_at(self) -> datetime | None: ...
+
+
+def read_sweep_fields(engine: Engine, owner_id: int, sweep_id: str) -> SweepFields:
+    """Sweep ``sweep_id`` of owner ``owner_id`` as the API shows it (every column but
+    the specs), in one statement on a connection of its own: no session, no objects,
+    and on SQLite not even a transaction. For routes that only read a sweep.
+
+    Raises:
+        NotFoundError: no such sweep, or it belongs to another owner (the same answer).
+    """
+    with engine.connect() as connection:
+        connection.execution_options(**{SINGLE_READ_OPTION: True})
+        params = {"sweep_id": sweep_id, "owner_id": owner_id}
+        row = connection.execute(_OWNED_SWEEP_FIELDS, params).one_or_none()
+    if row is None:
+        raise NotFoundError(f"no sweep {sweep_id!r}")
+    return cast(SweepFields, row)
+
+
+_OWNED_SWEEP_FIELDS = select(
+    *(column for column in Sweep.__table__.c if column.name not in ("spec", "resolved_spec"))
+).where(Sweep.id == bindparam("sweep_id"), Sweep.owner_id == bindparam("owner_id"))
 
 
 def count_active_sweeps(session: Session, owner_id: int) -> int:

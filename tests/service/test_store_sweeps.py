@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from search_spaces.spec import resolve_spec
@@ -31,6 +31,7 @@ from sweep_service.store import (
     create_sweeps,
     get_sweep,
     list_sweeps,
+    read_sweep_fields,
     transition_sweep,
 )
 from sweep_service.store import sweeps as sweeps_module
@@ -288,3 +289,28 @@ def test_a_batch_a_unique_rule_refuses_stores_nothing(
     with pytest.raises(ConflictError):
         create_sweeps(session, batch)
     assert session.scalars(select(Sweep.name)).all() == ["first"]
+
+
+def test_read_sweep_fields_reads_what_the_api_shows_in_one_statement(
+    engine: Engine, session: Session, alice: Owner, bob: Owner
+) -> None:
+    sweep = create_sweep(session, alice.id, make_draft("shown", trials=3)).sweep
+    statements: list[str] = []
+
+    def note(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        fields = read_sweep_fields(engine, alice.id, sweep.id)
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert len(statements) == 1 and statements[0].lstrip().upper().startswith("SELECT")
+    assert "resolved_spec" not in statements[0]
+    stored = get_sweep(session, alice.id, sweep.id)
+    for name in ("id", "name", "status", "trial_count", "created_at", "best_trial"):
+        assert getattr(fields, name) == getattr(stored, name)
+    assert fields.status is SweepStatus.PENDING
+    assert fields.created_at.tzinfo is not None
+    with pytest.raises(NotFoundError):
+        read_sweep_fields(engine, bob.id, sweep.id)

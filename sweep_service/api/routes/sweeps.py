@@ -13,10 +13,10 @@ from sweep_service.api.deps import (
     RunnerDep,
     ServicesDep,
     SessionDep,
-    SettingsDep,
     SweepDep,
     TrackingDep,
     current_owner,
+    store_read,
 )
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
 from sweep_service.api.operations import cancel_sweep, validate_submission
@@ -38,7 +38,7 @@ from sweep_service.api.trials import (
     trial_page,
 )
 from sweep_service.results import trial_rows
-from sweep_service.store import Sweep, SweepRequest, list_sweeps
+from sweep_service.store import SweepFields, SweepRequest, list_sweeps, read_sweep_fields
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
@@ -65,7 +65,9 @@ LimitQuery = Annotated[
 TokenQuery = Annotated[str | None, Query(description="next_page_token of the page before")]
 
 
-def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, None)) -> SweepLinks:
+def sweep_links(
+    sweep: SweepFields, mlflow: tuple[str | None, str | None] = (None, None)
+) -> SweepLinks:
     """The API's links for ``sweep``, and the MLflow UI's when known."""
     base = f"{API_PREFIX}{router.prefix}/{sweep.id}"
     return SweepLinks(
@@ -120,12 +122,18 @@ def read_sweeps(
 
 
 @router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
-async def read_sweep(sweep: ReadSweepDep, settings: SettingsDep) -> SweepDetail:
+async def read_sweep(sweep_id: str, request: Request, services: ServicesDep) -> SweepDetail:
     """A sweep with its trials by state and its best trial so far, as the service last
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
+    # Every client polls this one: the owner from memory, then one statement.
+    owner = await current_owner(request, services)
+    sweep = await store_read(
+        services, lambda: read_sweep_fields(services.engine, owner.id, sweep_id)
+    )
+    tracking_uri = str(services.settings.mlflow_tracking_uri)
     return SweepDetail.of(
         sweep,
-        sweep_links(sweep, mlflow_links(str(settings.mlflow_tracking_uri), sweep)),
+        sweep_links(sweep, mlflow_links(tracking_uri, sweep)),
         trials=trial_counts(sweep),
         best_trial=best_trial(sweep),
         trials_as_of=sweep.trials_synced_at,
