@@ -1,7 +1,7 @@
 """The ``dicesweep`` command: run sweeps, list presets, render a sweep's table, open MLflow.
 
-Torch is never imported here: ``dicesweep run`` starts the sweep driver
-(``python -m trainables.run_sweep``) as a child process.
+Torch is imported only by ``dicesweep run``, which runs the sweep driver
+(``trainables.run_sweep``) in this process; the service's commands never import it.
 """
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ FORMATS = ("markdown", "csv", "latex", "json", "png")
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
-    command = [sys.executable, "-m", "trainables.run_sweep"]
-    command += ["--preset", args.preset] if args.preset else [args.spec]
+    from trainables.run_sweep import main as run_sweep
+
+    argv = ["--preset", args.preset] if args.preset else [args.spec]
     if args.sweep_id:
-        command += ["--sweep-id", args.sweep_id]
+        argv += ["--sweep-id", args.sweep_id]
     if args.num_cpus:
-        command += ["--num-cpus", str(args.num_cpus)]
-    return subprocess.call(command)
+        argv += ["--num-cpus", str(args.num_cpus)]
+    try:
+        run_sweep(argv)
+    except SystemExit as done:  # the driver ends with its exit code
+        return done.code if isinstance(done.code, int) else 1
+    return 0
 
 
 def cmd_presets(args: argparse.Namespace) -> int:

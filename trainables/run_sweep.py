@@ -200,6 +200,11 @@ def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame(rows), failed
 
 
+def import_trainable() -> None:
+    """Import the trials' function and what it needs (torch, transformers)."""
+    import trainables.train  # noqa: F401
+
+
 def import_report_libraries() -> None:
     """Import what the reports need (matplotlib, SciPy's tests: seconds) while the
     trials run and the driver mostly waits, rather than after the last trial."""
@@ -226,11 +231,15 @@ def run(
     spec = resolve_spec(raw, load_presets(), max_trials=settings.max_trials)
     sweep_id = sweep_id or new_sweep_id(spec)
     print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
-    # MLflow (import, store, parent run) is set up while Ray starts: both take seconds.
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # MLflow (import, store, parent run) is set up, and the trainable's libraries
+    # (torch, transformers) imported, while Ray starts: each takes seconds, mostly
+    # waiting on files and on Ray's processes.
+    with ThreadPoolExecutor(max_workers=2) as pool:
         tracking = pool.submit(open_tracking, settings, sweep_id, spec, raw)
+        trainable = pool.submit(import_trainable)
         start_ray(settings, num_cpus)
         client, link = tracking.result()
+        trainable.result()
     experiment, parent = link.experiment_id, link.parent_run_id
     from trainables.tracking import TrialLogger
 
@@ -238,6 +247,7 @@ def run(
     tuner = build_tuner(spec, sweep_id, logger, settings.storage_path)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
     results = tuner.fit()
+    logger.flush()  # the trial runs are complete before they are read or stopped
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
         stop_running_trial_runs(client, experiment, sweep_id)

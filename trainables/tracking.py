@@ -10,8 +10,11 @@ trial's CPU), and a remote GPU worker needs no route to the tracking server.
 
 from __future__ import annotations
 
+import logging
+import queue
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ray.tune import Callback
@@ -20,6 +23,8 @@ from ray.tune.result import AUTO_RESULT_KEYS
 from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
+
+log = logging.getLogger(__name__)
 
 
 def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
@@ -67,6 +72,11 @@ class TrialLogger(Callback):  # type: ignore[misc]
     failed worker, count one more attempt. A step at or before the last one the run
     holds is never logged again: a trial restored from an older checkpoint reports
     those steps a second time.
+
+    Tune's hooks only queue the writes: one thread of the logger's own makes them, in
+    the order the hooks came, so Tune's loop never waits for the tracking store and
+    goes on starting trials. ``flush`` (and the end of the experiment) waits until
+    every queued write is made. A write that fails is logged and the sweep goes on.
     """
 
     def __init__(self, link: TrackingLink, client: Any = None) -> None:
@@ -74,6 +84,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._client = client
         self._runs: dict[str, str] = {}  # Ray trial id -> MLflow run id
         self._last_step: dict[str, int] = {}
+        self._writes: queue.Queue[Callable[[], object]] | None = None
+        self._writes_guard = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -87,6 +99,36 @@ class TrialLogger(Callback):  # type: ignore[misc]
         # Tune keeps its callbacks with the experiment; a resumed driver gets this one
         # back and reopens the runs (and the client) itself.
         return {"link": self.link, "_client": None, "_runs": {}, "_last_step": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock())
+
+    def later(self, write: Callable[[], object]) -> None:
+        """Queue ``write`` for the logger's thread (started on first use)."""
+        with self._writes_guard:
+            if self._writes is None:
+                self._writes = queue.Queue()
+                worker = threading.Thread(
+                    target=self._write_all, args=(self._writes,), name="trial-logger", daemon=True
+                )
+                worker.start()
+        self._writes.put(write)
+
+    def flush(self) -> None:
+        """Wait until every queued write has been made (or has failed and been logged)."""
+        if self._writes is not None:
+            self._writes.join()
+
+    @staticmethod
+    def _write_all(writes: queue.Queue[Callable[[], object]]) -> None:
+        while True:
+            write = writes.get()
+            try:
+                write()
+            except Exception:  # the tracking store failed: the trials go on
+                log.exception("an MLflow write of the sweep's trial runs failed")
+            finally:
+                writes.task_done()
 
     def run_id(self, trial_id: str, config: Mapping[str, Any]) -> str:
         """The trial's run, opened on first use in this driver."""
@@ -157,21 +199,29 @@ class TrialLogger(Callback):  # type: ignore[misc]
     def finish(self, trial_id: str, config: Mapping[str, Any], status: str) -> None:
         self.client.set_terminated(self.run_id(trial_id, config), status=status)
 
-    # Ray Tune's hooks.
+    # Ray Tune's hooks: each queues its write (``later``).
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.run_id(trial.trial_id, trial.config)
+        trial_id, config = trial.trial_id, dict(trial.config)
+        self.later(lambda: self.run_id(trial_id, config))
 
     def on_trial_result(
         self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
     ) -> None:
-        self.log_result(trial.trial_id, trial.config, result)
+        trial_id, config, reported = trial.trial_id, dict(trial.config), dict(result)
+        self.later(lambda: self.log_result(trial_id, config, reported))
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.recovered(trial.trial_id)
+        trial_id = trial.trial_id
+        self.later(lambda: self.recovered(trial_id))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.finish(trial.trial_id, trial.config, "FINISHED")  # scheduler stops included
+        trial_id, config = trial.trial_id, dict(trial.config)
+        self.later(lambda: self.finish(trial_id, config, "FINISHED"))  # scheduler stops too
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.finish(trial.trial_id, trial.config, "FAILED")
+        trial_id, config = trial.trial_id, dict(trial.config)
+        self.later(lambda: self.finish(trial_id, config, "FAILED"))
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self.flush()
