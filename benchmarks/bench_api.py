@@ -197,10 +197,18 @@ def main() -> None:
             f"{percentile(values, 0.99) * 1e3:.1f} | {statistics.mean(values) * 1e3:.1f} | "
             f"{target:.0f} |"
         )
+    verdicts = [
+        f"{name} p99 {percentile(values, 0.99) * 1e3:.1f} ms: "
+        + ("met" if percentile(values, 0.99) * 1e3 <= target else "**not met**")
+        + f" (≤ {target:.0f})"
+        for name, values, _, target in rows
+    ]
+    verdicts.append(f"RSS {rss:.0f} MB: " + ("met" if rss <= 300 else "**not met**") + " (≤ 300)")
     table = (
         "\n".join(lines)
         + f"\n\nService process RSS after the run: **{rss:.0f} MB** (target ≤ 300). "
-        f"The local Ray head it owns runs in child processes: {head_rss:.0f} MB more."
+        f"The local Ray head it owns runs in child processes: {head_rss:.0f} MB more.\n\n"
+        "Targets: " + "; ".join(verdicts) + "."
     )
     print(table)
     write_section(
@@ -210,9 +218,10 @@ def main() -> None:
         f"--requests {args.requests}`. `dicesweep serve` on embedded defaults (SQLite "
         f"store), {CLIENTS} concurrent closed-loop keep-alive clients (raw asyncio HTTP/1.1, "
         "each sending its next request when the last answer arrives) in a second process "
-        'sharing the same cores; POST bodies `{"extends": "smoke"}` (validated, stored as '
-        "pending); GETs read the sweeps just created (one store read: the reconciler keeps "
-        "the trials' progress in the store).\n\n" + table + "\n",
+        'sharing the same cores; POST bodies `{"extends": "smoke"}` (validated on the event '
+        "loop, stored as pending by the submission writer, a batch per transaction); GETs "
+        "read the sweeps just created (the owner from memory, one statement: the reconciler "
+        "keeps the trials' progress in the store). No access log (the default).\n\n" + table + "\n",
     )
 
 
