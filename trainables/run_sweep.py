@@ -231,10 +231,11 @@ def run(
     spec = resolve_spec(raw, load_presets(), max_trials=settings.max_trials)
     sweep_id = sweep_id or new_sweep_id(spec)
     print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
-    # MLflow (import, store, parent run) is set up, and the trainable's libraries
-    # (torch, transformers) imported, while Ray starts: each takes seconds, mostly
-    # waiting on files and on Ray's processes.
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    # While Ray starts (seconds, mostly waiting on its processes), one thread sets up
+    # MLflow (import, store, parent run) and then imports the trainable's libraries
+    # (torch, transformers): both are imports that hold the GIL, so a thread each
+    # would only make them take turns.
+    with ThreadPoolExecutor(max_workers=1) as pool:
         tracking = pool.submit(open_tracking, settings, sweep_id, spec, raw)
         trainable = pool.submit(import_trainable)
         start_ray(settings, num_cpus)
