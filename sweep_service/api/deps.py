@@ -46,9 +46,14 @@ class Services:
     inline_reads: bool = False
 
 
-async def get_services(request: Request) -> Services:
+def services_of(request: Request) -> Services:
+    """The services of the app ``request`` came to."""
     services: Services = request.app.state.services
     return services
+
+
+async def get_services(request: Request) -> Services:
+    return services_of(request)
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]

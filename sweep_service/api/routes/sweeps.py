@@ -16,6 +16,7 @@ from sweep_service.api.deps import (
     SweepDep,
     TrackingDep,
     current_owner,
+    services_of,
     store_read,
 )
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
@@ -122,10 +123,12 @@ def read_sweeps(
 
 
 @router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
-async def read_sweep(sweep_id: str, request: Request, services: ServicesDep) -> SweepDetail:
+async def read_sweep(sweep_id: str, request: Request) -> SweepDetail:
     """A sweep with its trials by state and its best trial so far, as the service last
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
-    # Every client polls this one: the owner from memory, then one statement.
+    # Every client polls this one: no dependencies to solve, the owner from memory,
+    # then one statement.
+    services = services_of(request)
     owner = await current_owner(request, services)
     sweep = await store_read(
         services, lambda: read_sweep_fields(services.engine, owner.id, sweep_id)
