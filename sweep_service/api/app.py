@@ -20,6 +20,7 @@ from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
 from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
+from sweep_service.store import reader_engine_for
 
 DESCRIPTION = """Loss-function ablation sweeps ("Dice Loss for Data-imbalanced NLP Tasks")
 run as Ray Tune studies and tracked in MLflow.
@@ -64,7 +65,7 @@ def create_app(
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
         submissions=SubmissionWriter(session_factory),
-        engine=bind,
+        engine=reader_engine_for(bind),
         inline_reads=bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)

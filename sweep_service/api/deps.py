@@ -40,7 +40,7 @@ class Services:
     metrics: ApiMetrics
     owners: OwnerCache
     submissions: SubmissionWriter
-    engine: Engine
+    engine: Engine  # for reads of one statement (``store.reader_engine_for``)
     # Whether short store reads run on the event loop: on SQLite they take tens of
     # microseconds and never wait for a writer (WAL), less than a trip to a thread.
     inline_reads: bool = False

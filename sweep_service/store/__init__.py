@@ -11,6 +11,7 @@ from sweep_service.store.database import (
     create_engine_for,
     create_session_factory,
     normalise_url,
+    reader_engine_for,
 )
 from sweep_service.store.errors import (
     AuthenticationError,
@@ -94,6 +95,7 @@ __all__ = [
     "list_unsynced_finished_sweeps",
     "normalise_url",
     "read_sweep_fields",
+    "reader_engine_for",
     "record_progress",
     "record_resubmission",
     "revoke_api_key",

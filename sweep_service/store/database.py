@@ -74,11 +74,31 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     return engine
 
 
+def reader_engine_for(engine: Engine) -> Engine:
+    """An engine for reads of one statement from ``engine``'s store: for a SQLite file,
+    a second engine on the file without the transaction events of ``engine`` (a
+    statement alone reads one snapshot, and with no events to dispatch a read costs
+    about half as much); otherwise ``engine`` itself."""
+    url = engine.url
+    if engine.dialect.name != "sqlite" or not _names_a_file(url):
+        return engine
+    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
+    reader = create_engine(
+        url, connect_args=connect_args, pool_size=SQLITE_POOL_SIZE, max_overflow=0
+    )
+    event.listen(reader, "connect", _configure_sqlite_connection)
+    return reader
+
+
+def _names_a_file(url: URL) -> bool:
+    database = url.database or ""
+    return bool(database) and database != ":memory:" and not database.startswith("file:")
+
+
 def _create_sqlite_folder(url: URL) -> bool:
     """Create the folder of a file database; whether ``url`` names a plain file."""
-    database = url.database or ""
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if _names_a_file(url):
+        Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
         return True
     return False
 

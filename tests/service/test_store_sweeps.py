@@ -32,6 +32,7 @@ from sweep_service.store import (
     get_sweep,
     list_sweeps,
     read_sweep_fields,
+    reader_engine_for,
     transition_sweep,
 )
 from sweep_service.store import sweeps as sweeps_module
@@ -314,3 +315,15 @@ def test_read_sweep_fields_reads_what_the_api_shows_in_one_statement(
     assert fields.created_at.tzinfo is not None
     with pytest.raises(NotFoundError):
         read_sweep_fields(engine, bob.id, sweep.id)
+
+
+def test_a_reader_engine_reads_what_the_store_committed(
+    engine: Engine, session: Session, alice: Owner
+) -> None:
+    reader = reader_engine_for(engine)
+    # A SQLite file gets an engine of its own for reads; PostgreSQL keeps the one.
+    assert (reader is engine) == (engine.dialect.name != "sqlite")
+    sweep = create_sweep(session, alice.id, make_draft("seen")).sweep
+    assert read_sweep_fields(reader, alice.id, sweep.id).status is SweepStatus.PENDING
+    transition_sweep(session, sweep.id, SweepStatus.CANCELLED)
+    assert read_sweep_fields(reader, alice.id, sweep.id).status is SweepStatus.CANCELLED
