@@ -11,7 +11,6 @@ from sweep_service.api.deps import (
     OwnerDep,
     ReadSweepDep,
     RunnerDep,
-    ServicesDep,
     SessionDep,
     SweepDep,
     TrackingDep,
@@ -94,10 +93,10 @@ async def create_sweep(
     spec: SpecBody,
     request: Request,
     response: Response,
-    services: ServicesDep,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
+    services = services_of(request)
     owner = await current_owner(request, services)
     draft = validate_submission(services.settings, spec.root)
     submission = SweepRequest(owner.id, draft, idempotency_key)
