@@ -135,7 +135,7 @@ async def as_owner(
             owner = request_owner(request, session, services.settings, services.owners)
             return work(session, owner)
 
-    return run() if read_only and services.inline_reads else await run_in_threadpool(run)
+    return await (store_read(services, run) if read_only else run_in_threadpool(run))
 
 
 async def current_owner(request: Request, services: Services) -> Owner:

@@ -63,14 +63,22 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     url = normalise_url(database_url)
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, **engine_options)
-    if _create_sqlite_folder(url):
+    _create_sqlite_folder(url)
+    engine = _sqlite_engine(url, **engine_options)
+    event.listen(engine, "begin", _begin)
+    return engine
+
+
+def _sqlite_engine(url: URL, **engine_options: Any) -> Engine:
+    """An engine on the SQLite database at ``url``, its connections configured (see
+    ``_configure_sqlite_connection``), with no transaction events."""
+    if _names_a_file(url):
         # A file's connections are cheap: enough for the API's threads and the
         # reconciler, so none waits for a pooled one or opens one per request.
         engine_options = {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0, **engine_options}
     connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
     engine = create_engine(url, connect_args=connect_args, **engine_options)
     event.listen(engine, "connect", _configure_sqlite_connection)
-    event.listen(engine, "begin", _begin)
     return engine
 
 
@@ -79,15 +87,9 @@ def reader_engine_for(engine: Engine) -> Engine:
     a second engine on the file without the transaction events of ``engine`` (a
     statement alone reads one snapshot, and with no events to dispatch a read costs
     about half as much); otherwise ``engine`` itself."""
-    url = engine.url
-    if engine.dialect.name != "sqlite" or not _names_a_file(url):
+    if engine.dialect.name != "sqlite" or not _names_a_file(engine.url):
         return engine
-    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
-    reader = create_engine(
-        url, connect_args=connect_args, pool_size=SQLITE_POOL_SIZE, max_overflow=0
-    )
-    event.listen(reader, "connect", _configure_sqlite_connection)
-    return reader
+    return _sqlite_engine(engine.url)
 
 
 def _names_a_file(url: URL) -> bool:
@@ -95,12 +97,10 @@ def _names_a_file(url: URL) -> bool:
     return bool(database) and database != ":memory:" and not database.startswith("file:")
 
 
-def _create_sqlite_folder(url: URL) -> bool:
-    """Create the folder of a file database; whether ``url`` names a plain file."""
+def _create_sqlite_folder(url: URL) -> None:
+    """Create the folder of a file database."""
     if _names_a_file(url):
         Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return True
-    return False
 
 
 def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) -> None:
