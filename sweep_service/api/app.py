@@ -20,7 +20,7 @@ from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
 from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
-from sweep_service.store import reader_engine_for
+from sweep_service.store import StatementReader
 
 DESCRIPTION = """Loss-function ablation sweeps ("Dice Loss for Data-imbalanced NLP Tasks")
 run as Ray Tune studies and tracked in MLflow.
@@ -53,6 +53,7 @@ def create_app(
             yield
         finally:
             services.submissions.close()
+            services.reader.close()
 
     app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     metrics = ApiMetrics()
@@ -65,7 +66,7 @@ def create_app(
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
         submissions=SubmissionWriter(session_factory),
-        engine=reader_engine_for(bind),
+        reader=StatementReader(bind),
         inline_reads=bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)

@@ -16,7 +16,6 @@ from typing import Annotated, TypeVar
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from mlflow.tracking import MlflowClient
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import OwnerCache, remembered_owner, request_owner
@@ -24,7 +23,7 @@ from sweep_service.api.metrics import ApiMetrics
 from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
-from sweep_service.store import Owner, Sweep, get_sweep
+from sweep_service.store import Owner, StatementReader, Sweep, get_sweep
 
 T = TypeVar("T")
 
@@ -40,7 +39,7 @@ class Services:
     metrics: ApiMetrics
     owners: OwnerCache
     submissions: SubmissionWriter
-    engine: Engine  # for reads of one statement (``store.reader_engine_for``)
+    reader: StatementReader  # for reads of one statement
     # Whether short store reads run on the event loop: on SQLite they take tens of
     # microseconds and never wait for a writer (WAL), less than a trip to a thread.
     inline_reads: bool = False

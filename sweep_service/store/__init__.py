@@ -7,11 +7,11 @@ whose ``code`` the HTTP layer maps to a status).
 """
 
 from sweep_service.store.database import (
+    StatementReader,
     committing,
     create_engine_for,
     create_session_factory,
     normalise_url,
-    reader_engine_for,
 )
 from sweep_service.store.errors import (
     AuthenticationError,
@@ -68,6 +68,7 @@ __all__ = [
     "Owner",
     "QuotaExceededError",
     "ResubmissionLimitError",
+    "StatementReader",
     "StoreError",
     "Submission",
     "Sweep",
@@ -95,7 +96,6 @@ __all__ = [
     "list_unsynced_finished_sweeps",
     "normalise_url",
     "read_sweep_fields",
-    "reader_engine_for",
     "record_progress",
     "record_resubmission",
     "revoke_api_key",

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sweep_service.store.errors import ConflictError
+
+T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
 SQLITE_POOL_SIZE = 48  # connections kept open to a file database (see create_engine_for)
@@ -82,14 +84,54 @@ def _sqlite_engine(url: URL, **engine_options: Any) -> Engine:
     return engine
 
 
-def reader_engine_for(engine: Engine) -> Engine:
-    """An engine for reads of one statement from ``engine``'s store: for a SQLite file,
-    a second engine on the file without the transaction events of ``engine`` (a
-    statement alone reads one snapshot, and with no events to dispatch a read costs
-    about half as much); otherwise ``engine`` itself."""
-    if engine.dialect.name != "sqlite" or not _names_a_file(engine.url):
-        return engine
-    return _sqlite_engine(engine.url)
+class StatementReader:
+    """Runs reads of one statement each against ``engine``'s store.
+
+    On a SQLite file, each thread keeps one connection of its own open, on a second
+    engine without ``engine``'s transaction events: no pool checkout and no BEGIN per
+    read, and each statement alone reads the latest committed state (an idle
+    connection holds no snapshot, so it keeps no writer or checkpoint waiting). A read
+    costs about half of one on a pooled connection. Elsewhere (PostgreSQL, SQLite in
+    memory) each read takes a connection from ``engine``'s pool.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._held = engine.dialect.name == "sqlite" and _names_a_file(engine.url)
+        self.engine = _sqlite_engine(engine.url) if self._held else engine
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+        self._guard = threading.Lock()
+
+    def read(self, statement: Callable[[Connection], T]) -> T:
+        """``statement(connection)``, which must run one statement and fetch all it needs."""
+        if not self._held:
+            with self.engine.connect() as connection:
+                connection.execution_options(**{SINGLE_READ_OPTION: True})
+                return statement(connection)
+        connection = self._held_connection()
+        try:
+            return statement(connection)
+        finally:
+            # Ends SQLAlchemy's transaction; with no BEGIN sent, SQLite has none to end.
+            connection.rollback()
+
+    def _held_connection(self) -> Connection:
+        """This thread's held connection, opened on its first read."""
+        connection: Connection | None = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            connection = self._local.connection = self.engine.connect()
+            with self._guard:
+                self._opened.append(connection)
+        return connection
+
+    def close(self) -> None:
+        """Close the held connections (a later read opens another)."""
+        with self._guard:
+            opened, self._opened = self._opened, []
+        for connection in opened:
+            connection.close()
+        if self._held:
+            self.engine.dispose()
 
 
 def _names_a_file(url: URL) -> bool:

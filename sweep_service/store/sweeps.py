@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, cast
 
-from sqlalchemy import Engine, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from search_spaces.spec import SweepSpec, trial_count
-from sweep_service.store.database import SINGLE_READ_OPTION, committing
+from sweep_service.store.database import StatementReader, committing
 from sweep_service.store.errors import (
     IdempotencyMismatchError,
     InvalidArgumentError,
@@ -310,18 +310,18 @@ class SweepFields(Protocol):
     def trials_synced_at(self) -> datetime | None: ...
 
 
-def read_sweep_fields(engine: Engine, owner_id: int, sweep_id: str) -> SweepFields:
+def read_sweep_fields(reader: StatementReader, owner_id: int, sweep_id: str) -> SweepFields:
     """Sweep ``sweep_id`` of owner ``owner_id`` as the API shows it (every column but
-    the specs), in one statement on a connection of its own: no session, no objects,
-    and on SQLite not even a transaction. For routes that only read a sweep.
+    the specs), in one statement through ``reader``: no session, no objects, and on
+    SQLite not even a transaction. For routes that only read a sweep.
 
     Raises:
         NotFoundError: no such sweep, or it belongs to another owner (the same answer).
     """
-    with engine.connect() as connection:
-        connection.execution_options(**{SINGLE_READ_OPTION: True})
-        params = {"sweep_id": sweep_id, "owner_id": owner_id}
-        row = connection.execute(_OWNED_SWEEP_FIELDS, params).one_or_none()
+    params = {"sweep_id": sweep_id, "owner_id": owner_id}
+    row = reader.read(
+        lambda connection: connection.execute(_OWNED_SWEEP_FIELDS, params).one_or_none()
+    )
     if row is None:
         raise NotFoundError(f"no sweep {sweep_id!r}")
     return cast(SweepFields, row)

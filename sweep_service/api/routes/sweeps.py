@@ -130,7 +130,7 @@ async def read_sweep(sweep_id: str, request: Request) -> SweepDetail:
     services = services_of(request)
     owner = await current_owner(request, services)
     sweep = await store_read(
-        services, lambda: read_sweep_fields(services.engine, owner.id, sweep_id)
+        services, lambda: read_sweep_fields(services.reader, owner.id, sweep_id)
     )
     tracking_uri = str(services.settings.mlflow_tracking_uri)
     return SweepDetail.of(
