@@ -7,7 +7,6 @@ whose ``code`` the HTTP layer maps to a status).
 """
 
 from sweep_service.store.database import (
-    StatementReader,
     committing,
     create_engine_for,
     create_session_factory,
@@ -43,6 +42,7 @@ from sweep_service.store.migrate import upgrade
 from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus
 from sweep_service.store.owners import create_owner, get_owner_by_name
 from sweep_service.store.pages import SweepPage, list_sweeps
+from sweep_service.store.reads import StatementReader
 from sweep_service.store.sweeps import (
     Submission,
     SweepDraft,

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from sweep_service.store.errors import ConflictError
-
-T = TypeVar("T")
 
 SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
 SQLITE_POOL_SIZE = 48  # connections kept open to a file database (see create_engine_for)
@@ -66,15 +64,15 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, **engine_options)
     _create_sqlite_folder(url)
-    engine = _sqlite_engine(url, **engine_options)
+    engine = sqlite_engine(url, **engine_options)
     event.listen(engine, "begin", _begin)
     return engine
 
 
-def _sqlite_engine(url: URL, **engine_options: Any) -> Engine:
+def sqlite_engine(url: URL, **engine_options: Any) -> Engine:
     """An engine on the SQLite database at ``url``, its connections configured (see
     ``_configure_sqlite_connection``), with no transaction events."""
-    if _names_a_file(url):
+    if names_a_file(url):
         # A file's connections are cheap: enough for the API's threads and the
         # reconciler, so none waits for a pooled one or opens one per request.
         engine_options = {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0, **engine_options}
@@ -84,64 +82,15 @@ def _sqlite_engine(url: URL, **engine_options: Any) -> Engine:
     return engine
 
 
-class StatementReader:
-    """Runs reads of one statement each against ``engine``'s store.
-
-    On a SQLite file, each thread keeps one connection of its own open, on a second
-    engine without ``engine``'s transaction events: no pool checkout and no BEGIN per
-    read, and each statement alone reads the latest committed state (an idle
-    connection holds no snapshot, so it keeps no writer or checkpoint waiting). A read
-    costs about half of one on a pooled connection. Elsewhere (PostgreSQL, SQLite in
-    memory) each read takes a connection from ``engine``'s pool.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._held = engine.dialect.name == "sqlite" and _names_a_file(engine.url)
-        self.engine = _sqlite_engine(engine.url) if self._held else engine
-        self._local = threading.local()
-        self._opened: list[Connection] = []
-        self._guard = threading.Lock()
-
-    def read(self, statement: Callable[[Connection], T]) -> T:
-        """``statement(connection)``, which must run one statement and fetch all it needs."""
-        if not self._held:
-            with self.engine.connect() as connection:
-                connection.execution_options(**{SINGLE_READ_OPTION: True})
-                return statement(connection)
-        connection = self._held_connection()
-        try:
-            return statement(connection)
-        finally:
-            # Ends SQLAlchemy's transaction; with no BEGIN sent, SQLite has none to end.
-            connection.rollback()
-
-    def _held_connection(self) -> Connection:
-        """This thread's held connection, opened on its first read."""
-        connection: Connection | None = getattr(self._local, "connection", None)
-        if connection is None or connection.closed:
-            connection = self._local.connection = self.engine.connect()
-            with self._guard:
-                self._opened.append(connection)
-        return connection
-
-    def close(self) -> None:
-        """Close the held connections (a later read opens another)."""
-        with self._guard:
-            opened, self._opened = self._opened, []
-        for connection in opened:
-            connection.close()
-        if self._held:
-            self.engine.dispose()
-
-
-def _names_a_file(url: URL) -> bool:
+def names_a_file(url: URL) -> bool:
+    """Whether ``url`` names a SQLite database file (not one in memory)."""
     database = url.database or ""
     return bool(database) and database != ":memory:" and not database.startswith("file:")
 
 
 def _create_sqlite_folder(url: URL) -> None:
     """Create the folder of a file database."""
-    if _names_a_file(url):
+    if names_a_file(url):
         Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 

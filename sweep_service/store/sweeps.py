@@ -20,7 +20,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from search_spaces.spec import SweepSpec, trial_count
-from sweep_service.store.database import StatementReader, committing
+from sweep_service.store.database import committing
 from sweep_service.store.errors import (
     IdempotencyMismatchError,
     InvalidArgumentError,
@@ -37,6 +37,7 @@ from sweep_service.store.models import (
     utc_now,
 )
 from sweep_service.store.owners import lock_owner
+from sweep_service.store.reads import StatementReader
 
 SWEEP_ID_PREFIX = "sw-"
 SWEEP_ID_BYTES = 8  # 16 hex characters after the prefix
@@ -318,10 +319,7 @@ def read_sweep_fields(reader: StatementReader, owner_id: int, sweep_id: str) -> 
     Raises:
         NotFoundError: no such sweep, or it belongs to another owner (the same answer).
     """
-    params = {"sweep_id": sweep_id, "owner_id": owner_id}
-    row = reader.read(
-        lambda connection: connection.execute(_OWNED_SWEEP_FIELDS, params).one_or_none()
-    )
+    row = reader.one(_OWNED_SWEEP_FIELDS, {"sweep_id": sweep_id, "owner_id": owner_id})
     if row is None:
         raise NotFoundError(f"no sweep {sweep_id!r}")
     return cast(SweepFields, row)

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import Engine, event, func, literal, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from search_spaces.spec import resolve_spec
@@ -28,19 +23,20 @@ from sweep_service.store import (
     Submission,
     Sweep,
     SweepDraft,
+    SweepFields,
     SweepRequest,
     SweepStatus,
+    TrialProgress,
     committing,
     count_active_sweeps,
-    create_engine_for,
     create_owner,
     create_sweep,
     create_sweeps,
     get_sweep,
     list_sweeps,
     read_sweep_fields,
+    record_progress,
     transition_sweep,
-    upgrade,
 )
 from sweep_service.store import sweeps as sweeps_module
 from sweep_service.store.owners import lock_owner
@@ -299,88 +295,26 @@ def test_a_batch_a_unique_rule_refuses_stores_nothing(
     assert session.scalars(select(Sweep.name)).all() == ["first"]
 
 
-@pytest.fixture
-def reader(engine: Engine) -> Iterator[StatementReader]:
-    reader = StatementReader(engine)
-    yield reader
-    reader.close()
-
-
-def test_read_sweep_fields_reads_what_the_api_shows_in_one_statement(
-    reader: StatementReader, session: Session, alice: Owner, bob: Owner
+def test_read_sweep_fields_reads_what_the_api_shows(
+    engine: Engine, session: Session, alice: Owner, bob: Owner
 ) -> None:
     sweep = create_sweep(session, alice.id, make_draft("shown", trials=3)).sweep
-    statements: list[str] = []
-
-    def note(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        statements.append(statement)
-
-    event.listen(reader.engine, "before_cursor_execute", note)
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    best = {"run_id": "r1", "loss": "dice", "seed": 0, "eval_f1": 84.25}
+    progress = TrialProgress(running=1, done=2, best_trial=best, mlflow_experiment_id="7")
+    record_progress(session, sweep.id, progress)
+    reader = StatementReader(engine)
     try:
         fields = read_sweep_fields(reader, alice.id, sweep.id)
+        with pytest.raises(NotFoundError):
+            read_sweep_fields(reader, bob.id, sweep.id)  # another owner's: not found
     finally:
-        event.remove(reader.engine, "before_cursor_execute", note)
-    assert len(statements) == 1 and statements[0].lstrip().upper().startswith("SELECT")
-    assert "resolved_spec" not in statements[0]
+        reader.close()
     stored = get_sweep(session, alice.id, sweep.id)
-    for name in ("id", "name", "status", "trial_count", "created_at", "best_trial"):
-        assert getattr(fields, name) == getattr(stored, name)
-    assert fields.status is SweepStatus.PENDING
-    assert fields.created_at.tzinfo is not None
-    with pytest.raises(NotFoundError):
-        read_sweep_fields(reader, bob.id, sweep.id)
-
-
-def test_a_statement_reader_reads_what_the_store_committed(
-    engine: Engine, reader: StatementReader, session: Session, alice: Owner
-) -> None:
-    # A SQLite file gets an engine of its own for reads; PostgreSQL keeps the one.
-    assert (reader.engine is engine) == (engine.dialect.name != "sqlite")
-    sweep = create_sweep(session, alice.id, make_draft("seen")).sweep
-    assert read_sweep_fields(reader, alice.id, sweep.id).status is SweepStatus.PENDING
-    transition_sweep(session, sweep.id, SweepStatus.CANCELLED)
-    assert read_sweep_fields(reader, alice.id, sweep.id).status is SweepStatus.CANCELLED
-    # Another process's commit (a second engine on the same store) is seen too.
-    other = create_engine_for(engine.url)
-    try:
-        with other.begin() as connection:
-            connection.execute(update(Sweep).values(message="from elsewhere"))
-    finally:
-        other.dispose()
-    assert read_sweep_fields(reader, alice.id, sweep.id).message == "from elsewhere"
-
-
-def test_a_statement_reader_holds_one_connection_per_thread_on_a_sqlite_file(
-    tmp_path: Path,
-) -> None:
-    engine = create_engine_for(f"sqlite:///{tmp_path / 'store.db'}")
-    upgrade(engine)
-    reader = StatementReader(engine)
-    connects: list[object] = []
-    event.listen(reader.engine, "connect", lambda dbapi, _record: connects.append(dbapi))
-    select_one = select(literal(1))
-    try:
-        for _ in range(5):
-            assert reader.read(lambda connection: connection.scalar(select_one)) == 1
-        assert len(connects) == 1  # opened on the first read, then kept
-        with ThreadPoolExecutor(1) as pool:
-            pool.submit(reader.read, lambda connection: connection.scalar(select_one)).result()
-        assert len(connects) == 2  # another thread, a connection of its own
-        # A failed statement leaves the connection usable.
-        with pytest.raises(OperationalError):
-            reader.read(
-                lambda connection: connection.exec_driver_sql("SELECT nothing FROM nowhere")
-            )
-        assert reader.read(lambda connection: connection.scalar(select_one)) == 1
-        assert len(connects) == 2
-        # The held connection holds no snapshot between reads: a checkpoint that must
-        # wait for every reader completes at once.
-        with contextlib.closing(sqlite3.connect(tmp_path / "store.db")) as other:
-            busy, _, _ = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        assert busy == 0
-        reader.close()
-        assert reader.read(lambda connection: connection.scalar(select_one)) == 1
-        assert len(connects) == 3  # a read after close opens another
-    finally:
-        reader.close()
-        engine.dispose()
+    shown = {name for name, value in vars(SweepFields).items() if isinstance(value, property)}
+    assert "resolved_spec" not in fields._fields and shown <= set(fields._fields)
+    for name in shown:
+        assert getattr(fields, name) == getattr(stored, name), name
+    assert fields.status is SweepStatus.SUBMITTED
+    assert fields.best_trial == best and fields.trials_done == 2
+    assert fields.created_at.tzinfo is not None and fields.trials_synced_at is not None
