@@ -15,7 +15,7 @@ from sweep_service.api.auth import OwnerCache
 from sweep_service.api.deps import Services
 from sweep_service.api.errors import install_error_handlers
 from sweep_service.api.limits import BodySizeLimit
-from sweep_service.api.main import api_router, route_templates
+from sweep_service.api.main import ROUTERS, route_templates
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
 from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
@@ -73,7 +73,8 @@ def create_app(
     # The last added runs first: metrics see every answer, 413s included.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
-    app.include_router(api_router())
+    for prefix, router in ROUTERS:
+        app.include_router(router, prefix=prefix)
     return app
 
 
