@@ -15,6 +15,7 @@ import contextlib
 import gc
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -96,10 +97,10 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
     gcs_port = _free_port()
     # Ray's token auth, explicitly, for the head and for this process's Jobs client
-    # alike (left alone, a new head turns it on and a client may not): the token is
-    # Ray's own (~/.ray/auth_token, made by the head when missing). An operator's
+    # alike (left alone, a new head turns it on and a client may not). An operator's
     # RAY_AUTH_MODE wins.
     os.environ.setdefault("RAY_AUTH_MODE", "token")
+    provide_ray_token(settings.home)
     _wait_for_free_port(dashboard_port)
     address = f"http://127.0.0.1:{dashboard_port}"
     with log_path.open("ab") as output:
@@ -117,6 +118,26 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     finally:
         _stop_head(head)
         _forget_head(gcs_port)
+
+
+def provide_ray_token(home: Path) -> Path | None:
+    """With Ray's token auth on and no token given (``RAY_AUTH_TOKEN``,
+    ``RAY_AUTH_TOKEN_PATH``), the head, its jobs and this process's Jobs client share
+    ``<home>/ray/auth_token``, made on first use (readable by its owner only) and kept
+    for the next start; ``ray start`` makes none. Returns the token's path when this
+    sets it (``RAY_AUTH_TOKEN_PATH``), else None."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        return None
+    if "RAY_AUTH_TOKEN" in os.environ or "RAY_AUTH_TOKEN_PATH" in os.environ:
+        return None
+    path = home / "ray" / "auth_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # a token made before: kept
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as token:
+            token.write(secrets.token_hex(32))  # 256 bits, as Ray makes its own
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+    return path
 
 
 def _terminate_with_parent() -> None:

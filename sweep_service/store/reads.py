@@ -66,6 +66,7 @@ class StatementReader:
         attributes by name.
 
         Raises:
+            ValueError: on a SQLite file, a statement with an expanding parameter.
             sqlalchemy.exc.MultipleResultsFound: more than one row.
             sqlalchemy.exc.DBAPIError: the database refused the statement.
         """
@@ -101,6 +102,9 @@ class StatementReader:
         # SQLite binds by name as well as by position: SQL with ``:name`` parameters.
         named = cast(Callable[..., Dialect], type(dialect))(paramstyle="named")
         compiled = statement.compile(dialect=named)
+        expanding = [name for name, bind in compiled.binds.items() if bind.expanding]
+        if expanding:
+            raise ValueError(f"expanding parameters are not supported: {', '.join(expanding)}")
         binds = tuple(
             (name, bind.type.dialect_impl(dialect).bind_processor(dialect))
             for name, bind in compiled.binds.items()

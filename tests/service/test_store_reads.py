@@ -134,6 +134,15 @@ def test_a_sqlite_file_reader_holds_one_connection_per_thread(
     assert len(opened) == 3  # a read after close opens another
 
 
+def test_a_sqlite_file_reader_refuses_expanding_parameters(
+    file_store: tuple[Engine, StatementReader, list[object]],
+) -> None:
+    _, reader, _ = file_store
+    among = select(Sweep.id).where(Sweep.id.in_(bindparam("ids", expanding=True)))
+    with pytest.raises(ValueError, match="expanding parameters are not supported: ids"):
+        reader.one(among, {"ids": ["sw-1"]})
+
+
 def test_a_failed_statement_replaces_the_held_connection(
     file_store: tuple[Engine, StatementReader, list[object]],
 ) -> None:
