@@ -20,15 +20,13 @@ from sweep_service.store import (
     StatementReader,
     Sweep,
     SweepStatus,
-    TrialProgress,
     create_engine_for,
     create_owner,
     create_sweep,
-    record_progress,
     transition_sweep,
     upgrade,
 )
-from tests.service.factories import make_draft
+from tests.service.factories import BEST_TRIAL, make_draft, sweep_in_progress
 
 # Every column type the store has (text, integer, float, enum, JSON, UTC times and
 # NULLs), and a UTC time bound as a parameter.
@@ -61,10 +59,7 @@ def file_store(tmp_path: Path) -> Iterator[tuple[Engine, StatementReader, list[o
 def test_rows_read_as_sqlalchemy_reads_them(
     engine: Engine, reader: StatementReader, session: Session, alice: Owner
 ) -> None:
-    sweep = create_sweep(session, alice.id, make_draft("typed", gpus_per_trial=0.25)).sweep
-    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
-    best = {"run_id": "r1", "loss": "dsc(alpha=0.1)", "eval_f1": 84.25, "seed": 3}
-    record_progress(session, sweep.id, TrialProgress(running=2, best_trial=best))
+    sweep = sweep_in_progress(session, alice.id)
     # Bound in a zone behind UTC: the column's bind processor turns it into UTC (its
     # wall time as written would come before the sweep's).
     later = sweep.created_at.astimezone(timezone(timedelta(hours=-5))) + timedelta(minutes=1)
@@ -74,7 +69,7 @@ def test_rows_read_as_sqlalchemy_reads_them(
         expected = connection.execute(EVERY_COLUMN, params).one()
     assert row is not None and row._fields == expected._fields
     assert tuple(row) == tuple(expected)
-    assert row.status is SweepStatus.SUBMITTED and row.best_trial == best
+    assert row.status is SweepStatus.SUBMITTED and row.best_trial == BEST_TRIAL
     assert row.gpus_per_trial == 0.25 and row.finished_at is None
     assert row.created_at.tzinfo is not None and row.trials_synced_at.tzinfo is not None
     earlier = {"owner_id": alice.id, "before": sweep.created_at - timedelta(seconds=1)}

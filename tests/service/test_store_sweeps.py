@@ -26,7 +26,6 @@ from sweep_service.store import (
     SweepFields,
     SweepRequest,
     SweepStatus,
-    TrialProgress,
     committing,
     count_active_sweeps,
     create_owner,
@@ -35,12 +34,11 @@ from sweep_service.store import (
     get_sweep,
     list_sweeps,
     read_sweep_fields,
-    record_progress,
     transition_sweep,
 )
 from sweep_service.store import sweeps as sweeps_module
 from sweep_service.store.owners import lock_owner
-from tests.service.factories import make_draft
+from tests.service.factories import BEST_TRIAL, make_draft, sweep_in_progress
 
 T = TypeVar("T")
 
@@ -298,11 +296,7 @@ def test_a_batch_a_unique_rule_refuses_stores_nothing(
 def test_read_sweep_fields_reads_what_the_api_shows(
     engine: Engine, session: Session, alice: Owner, bob: Owner
 ) -> None:
-    sweep = create_sweep(session, alice.id, make_draft("shown", trials=3)).sweep
-    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
-    best = {"run_id": "r1", "loss": "dice", "seed": 0, "eval_f1": 84.25}
-    progress = TrialProgress(running=1, done=2, best_trial=best, mlflow_experiment_id="7")
-    record_progress(session, sweep.id, progress)
+    sweep = sweep_in_progress(session, alice.id)
     reader = StatementReader(engine)
     try:
         fields = read_sweep_fields(reader, alice.id, sweep.id)
@@ -316,5 +310,5 @@ def test_read_sweep_fields_reads_what_the_api_shows(
     for name in shown:
         assert getattr(fields, name) == getattr(stored, name), name
     assert fields.status is SweepStatus.SUBMITTED
-    assert fields.best_trial == best and fields.trials_done == 2
+    assert fields.best_trial == BEST_TRIAL and fields.trials_done == 2
     assert fields.created_at.tzinfo is not None and fields.trials_synced_at is not None
