@@ -271,44 +271,27 @@ _OWNED_SWEEP = select(Sweep).where(
 
 
 class SweepFields(Protocol):
-    """A sweep as the API shows it: a ``Sweep``, or what ``read_sweep_fields`` reads."""
+    """A sweep as the API shows it: a ``Sweep``, or what ``read_sweep_fields`` reads
+    (read only: a row of the store)."""
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def status(self) -> SweepStatus: ...
-    @property
-    def preset(self) -> str | None: ...
-    @property
-    def trial_count(self) -> int: ...
-    @property
-    def gpus_per_trial(self) -> float: ...
-    @property
-    def message(self) -> str | None: ...
-    @property
-    def created_at(self) -> datetime: ...
-    @property
-    def updated_at(self) -> datetime: ...
-    @property
-    def started_at(self) -> datetime | None: ...
-    @property
-    def finished_at(self) -> datetime | None: ...
-    @property
-    def mlflow_experiment_id(self) -> str | None: ...
-    @property
-    def mlflow_parent_run_id(self) -> str | None: ...
-    @property
-    def trials_running(self) -> int: ...
-    @property
-    def trials_done(self) -> int: ...
-    @property
-    def trials_failed(self) -> int: ...
-    @property
-    def best_trial(self) -> dict[str, Any] | None: ...
-    @property
-    def trials_synced_at(self) -> datetime | None: ...
+    id: str
+    name: str
+    status: SweepStatus
+    preset: str | None
+    trial_count: int
+    gpus_per_trial: float
+    message: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    mlflow_experiment_id: str | None
+    mlflow_parent_run_id: str | None
+    trials_running: int
+    trials_done: int
+    trials_failed: int
+    best_trial: dict[str, Any] | None
+    trials_synced_at: datetime | None
 
 
 def read_sweep_fields(reader: StatementReader, owner_id: int, sweep_id: str) -> SweepFields:
