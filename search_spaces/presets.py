@@ -1,4 +1,5 @@
-"""Named sweep specs shipped as YAML files in ``search_spaces/presets/``.
+"""Named sweep specs shipped as YAML files in ``search_spaces/presets/``, and
+``resolve_spec``: a spec merged over the preset it ``extends``, then validated.
 
 Each file is a spec whose ``name`` is the file's stem, with a ``description`` that
 ends in its trial count; a preset may ``extends`` another. Every preset resolves
@@ -16,7 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from search_spaces.spec import SweepSpec, resolve_spec, trial_count
+from search_spaces.errors import SpecError, SpecIssue
+from search_spaces.spec import DEFAULT_MAX_TRIALS, SweepSpec, trial_count, validate_spec
 
 PRESETS_DIR = "presets"
 
@@ -91,3 +93,53 @@ def list_presets() -> list[PresetInfo]:
             PresetInfo(name=name, description=spec.description, trial_count=trial_count(spec))
         )
     return infos
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``override``: mappings merge key by key, anything else (lists
+    included) is replaced. Neither input is modified."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def apply_extends(
+    data: Mapping[str, Any], presets: Mapping[str, Mapping[str, Any]], chain: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """``data`` merged over its ``extends`` preset (itself resolved the same way).
+
+    Raises:
+        SpecError: an unknown preset (listing the valid ones) or presets extending in a cycle.
+    """
+    name = data.get("extends")
+    if name is None:
+        return dict(data)
+    if not isinstance(name, str) or name not in presets:
+        valid = ", ".join(sorted(presets))
+        raise SpecError([SpecIssue("extends", f"unknown preset {name!r}; valid: {valid}")])
+    if name in chain:
+        cycle = " -> ".join((*chain, name))
+        raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])
+    return deep_merge(apply_extends(presets[name], presets, (*chain, name)), data)
+
+
+def resolve_spec(
+    data: Mapping[str, Any],
+    presets: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    max_trials: int = DEFAULT_MAX_TRIALS,
+) -> SweepSpec:
+    """Apply ``extends`` (``presets`` defaults to the packaged ones), then validate.
+
+    Raises:
+        SpecError: every problem found, each with its field path and rule; a sweep of
+            more than ``max_trials`` trials is one.
+    """
+    if not isinstance(data, Mapping):
+        raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
+    merged = apply_extends(data, shared_presets() if presets is None else presets)
+    return validate_spec(merged, max_trials=max_trials)

@@ -177,7 +177,7 @@ class TrackingLink(Section):
 
 class TrialConfig(Section):
     """The config each Ray Tune trial receives: one data set, variant, loss and seed.
-    The sweep's driver logs what the trial reports (``trainables.tracking``)."""
+    The sweep's driver logs what the trial reports (``trainables.driver.tracking``)."""
 
     sweep_id: str
     dataset: str

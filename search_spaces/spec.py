@@ -11,8 +11,10 @@ A spec is YAML or JSON of the same shape on the command line and in the REST API
     seeds: [0, 1, 2]                 # replicates: always a grid dimension, never searched
     search: {algorithm: grid}
 
-``resolve_spec`` is the entry point; it raises ``SpecError``, whose issues name the
-field path (``search_space.losses[2].alpha``) and the rule.
+``search_spaces.presets.resolve_spec`` applies ``extends`` and validates here
+(``validate_spec``); both raise ``SpecError``, whose issues name the field path
+(``search_space.losses[2].alpha``) and the rule. The Ray Tune side of a spec is in
+``search_spaces.tune_search``.
 
 Number of trials (``trial_count``):
 
@@ -41,14 +43,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 
 from search_spaces.datasets import DATASETS
 from search_spaces.errors import SpecError, SpecIssue, rule_error
-from search_spaces.loss_entries import (
-    Choice,
-    LogUniform,
-    LossEntry,
-    Uniform,
-    candidates,
-    canonical_loss,
-)
+from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
 from search_spaces.sections import (
     Int,
@@ -115,7 +110,7 @@ class SweepSpec(Section):
         _check_scheduler(self)
         cap = (info.context or {}).get("max_trials", DEFAULT_MAX_TRIALS)
         count = trial_count(self)
-        if count > cap:
+        if cap is not None and count > cap:
             raise rule_error(f"{count} trials ({_count_formula(self)}) exceed the cap of {cap}")
         return self
 
@@ -231,108 +226,19 @@ def trial_count(spec: SweepSpec) -> int:
     return math.prod(_count_factors(spec).values())
 
 
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``override``: mappings merge key by key, anything else (lists
-    included) is replaced. Neither input is modified."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def apply_extends(
-    data: Mapping[str, Any], presets: Mapping[str, Mapping[str, Any]], chain: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """``data`` merged over its ``extends`` preset (itself resolved the same way).
-
-    Raises:
-        SpecError: an unknown preset (listing the valid ones) or presets extending in a cycle.
-    """
-    name = data.get("extends")
-    if name is None:
-        return dict(data)
-    if not isinstance(name, str) or name not in presets:
-        valid = ", ".join(sorted(presets))
-        raise SpecError([SpecIssue("extends", f"unknown preset {name!r}; valid: {valid}")])
-    if name in chain:
-        cycle = " -> ".join((*chain, name))
-        raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])
-    return deep_merge(apply_extends(presets[name], presets, (*chain, name)), data)
-
-
-def resolve_spec(
-    data: Mapping[str, Any],
-    presets: Mapping[str, Mapping[str, Any]] | None = None,
-    *,
-    max_trials: int = DEFAULT_MAX_TRIALS,
+def validate_spec(
+    data: Mapping[str, Any], *, max_trials: int | None = DEFAULT_MAX_TRIALS
 ) -> SweepSpec:
-    """Apply ``extends`` (``presets`` defaults to the packaged ones), then validate.
+    """Validate a whole spec whose ``extends`` is already applied (it is kept, as
+    provenance, and never applied again): what a driver does with the spec the service
+    resolved and stored. ``max_trials=None`` sets no cap on the trials.
 
     Raises:
-        SpecError: every problem found, each with its field path and rule; a sweep of
-            more than ``max_trials`` trials is one.
+        SpecError: every problem found, each with its field path and rule.
     """
     if not isinstance(data, Mapping):
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
-    if presets is None:
-        # Imported here: the presets module validates its files with this one.
-        from search_spaces.presets import shared_presets
-
-        presets = shared_presets()
-    merged = apply_extends(data, presets)
     try:
-        return SweepSpec.model_validate(merged, context={"max_trials": max_trials})
+        return SweepSpec.model_validate(data, context={"max_trials": max_trials})
     except ValidationError as error:
         raise SpecError.from_validation_error(error) from None
-
-
-def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
-    """The Ray Tune ``param_space`` whose every trial config has the contract's shape
-    (``search_spaces.sections.TrialConfig``).
-
-    Grid: ``tune.grid_search`` over the expanded losses, the seeds, and the data sets
-    and variants when there are several. Random/TPE: ``loss`` holds ``tune.uniform``,
-    ``tune.loguniform`` or ``tune.choice`` domains, and there is no ``seed``: the
-    searcher of ``search_spaces.tune_search`` sets it. ``sweep_id`` is a placeholder
-    the driver may overwrite.
-    """
-    from ray import tune  # here: the service validates specs without Ray installed
-
-    def grid(values: list[Any]) -> Any:
-        return values[0] if len(values) == 1 else tune.grid_search(values)
-
-    space: dict[str, Any] = {
-        "sweep_id": sweep_id,
-        "dataset": grid(list(spec.task.dataset)),
-        "variant": grid(list(spec.task.variant)),
-        "model": spec.model,
-    }
-    if spec.search.algorithm == "grid":
-        space["loss"] = grid(expand_losses(spec))
-        space["seed"] = grid(list(spec.seeds))
-    else:
-        space["loss"] = _sampled_loss(tune, spec.search_space.losses[0])
-    space["training"] = spec.training.model_dump()
-    return space
-
-
-def _sampled_loss(tune: Any, entry: LossEntry) -> dict[str, Any]:
-    """``{"name": ..., param: constant or Tune domain}`` for random/TPE search."""
-    loss: dict[str, Any] = {"name": entry.name}
-    for parameter, value in entry.params().items():
-        # Each value goes through the loss's model so that 2 and 2.0 reach trials alike.
-        values = [
-            canonical_loss({"name": entry.name, parameter: v})[parameter] for v in candidates(value)
-        ]
-        if isinstance(value, Uniform):
-            loss[parameter] = tune.uniform(*values)
-        elif isinstance(value, LogUniform):
-            loss[parameter] = tune.loguniform(*values)
-        elif isinstance(value, list | Choice):
-            loss[parameter] = tune.choice(values)
-        else:
-            loss[parameter] = values[0]
-    return loss

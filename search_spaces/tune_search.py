@@ -1,7 +1,8 @@
-"""The Ray Tune side of a spec: searcher, scheduler, ``TuneConfig`` arguments, resources.
+"""The Ray Tune side of a spec: ``param_space``, searcher, scheduler, ``TuneConfig``
+arguments, resources: the one module that turns a ``SweepSpec`` into Tune's terms.
 
 Imports Ray (and Optuna) at the top: import this module only where Ray is installed
-(the sweep driver); ``search_spaces.spec`` stays importable without it. Usage::
+(the sweep driver); the rest of ``search_spaces`` stays importable without it. Usage::
 
     tuner = tune.Tuner(
         tune.with_resources(train, trial_resources(spec)),
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import optuna
+from ray import tune
 from ray.tune.schedulers import (
     ASHAScheduler,
     FIFOScheduler,
@@ -31,7 +33,15 @@ from ray.tune.search import Repeater, Searcher
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.repeater import TRIAL_INDEX
 
-from search_spaces.spec import SweepSpec
+from search_spaces.loss_entries import (
+    Choice,
+    LogUniform,
+    LossEntry,
+    Uniform,
+    candidates,
+    canonical_loss,
+)
+from search_spaces.spec import SweepSpec, expand_losses
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -173,3 +183,51 @@ def tune_config_kwargs(spec: SweepSpec) -> dict[str, Any]:
 def trial_resources(spec: SweepSpec) -> dict[str, float]:
     """Resources for ``tune.with_resources``: ``{"cpu": ..., "gpu": ...}`` per trial."""
     return {"cpu": spec.resources.cpus_per_trial, "gpu": spec.resources.gpus_per_trial}
+
+
+def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
+    """The Ray Tune ``param_space`` whose every trial config has the contract's shape
+    (``search_spaces.sections.TrialConfig``).
+
+    Grid: ``tune.grid_search`` over the expanded losses, the seeds, and the data sets
+    and variants when there are several. Random/TPE: ``loss`` holds ``tune.uniform``,
+    ``tune.loguniform`` or ``tune.choice`` domains, and there is no ``seed``: the
+    searcher of ``search_spaces.tune_search`` sets it. ``sweep_id`` is a placeholder
+    the driver may overwrite.
+    """
+
+    def grid(values: list[Any]) -> Any:
+        return values[0] if len(values) == 1 else tune.grid_search(values)
+
+    space: dict[str, Any] = {
+        "sweep_id": sweep_id,
+        "dataset": grid(list(spec.task.dataset)),
+        "variant": grid(list(spec.task.variant)),
+        "model": spec.model,
+    }
+    if spec.search.algorithm == "grid":
+        space["loss"] = grid(expand_losses(spec))
+        space["seed"] = grid(list(spec.seeds))
+    else:
+        space["loss"] = _sampled_loss(spec.search_space.losses[0])
+    space["training"] = spec.training.model_dump()
+    return space
+
+
+def _sampled_loss(entry: LossEntry) -> dict[str, Any]:
+    """``{"name": ..., param: constant or Tune domain}`` for random/TPE search."""
+    loss: dict[str, Any] = {"name": entry.name}
+    for parameter, value in entry.params().items():
+        # Each value goes through the loss's model so that 2 and 2.0 reach trials alike.
+        values = [
+            canonical_loss({"name": entry.name, parameter: v})[parameter] for v in candidates(value)
+        ]
+        if isinstance(value, Uniform):
+            loss[parameter] = tune.uniform(*values)
+        elif isinstance(value, LogUniform):
+            loss[parameter] = tune.loguniform(*values)
+        elif isinstance(value, list | Choice):
+            loss[parameter] = tune.choice(values)
+        else:
+            loss[parameter] = values[0]
+    return loss

@@ -1,7 +1,7 @@
 """The ``dicesweep`` command: run sweeps, list presets, render a sweep's table, open MLflow.
 
 Torch is imported only by ``dicesweep run``, which runs the sweep driver
-(``trainables.run_sweep``) in this process; the service's commands never import it.
+(``trainables.driver.run``) in this process; the service's commands never import it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FORMATS = ("markdown", "csv", "latex", "json", "png")
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
-    from trainables.run_sweep import main as run_sweep
+    from trainables.driver.run import main as run_sweep
 
     argv = ["--preset", args.preset] if args.preset else [args.spec]
     if args.sweep_id:

@@ -2,7 +2,8 @@
 
 One pass reads every active sweep and moves it on:
 
-- pending: its driver is submitted as a job; the sweep becomes submitted;
+- pending: its driver is submitted as a job with the stored resolved spec; the sweep
+  becomes submitted;
 - submitted or running, job running: running; job succeeded: succeeded;
 - job failed with exit code 1 (trials failed) or 2 (invalid spec): failed;
 - job failed otherwise, stopped by someone else, or missing (the driver died, the
@@ -111,7 +112,7 @@ class Reconciler:
     def _step(self, session: Session, sweep: Sweep) -> None:
         job = job_id(sweep.id, sweep.resubmissions)
         if sweep.status is SweepStatus.PENDING:
-            self._runner.submit(job, sweep.id, sweep.spec)
+            self._runner.submit(job, sweep.id, sweep.resolved_spec)
             try:
                 transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, job_status="PENDING")
             except InvalidTransitionError:

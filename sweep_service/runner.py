@@ -2,10 +2,12 @@
 
 The submission id makes a resubmission idempotent: submitting a sweep whose job
 exists is a no-op. A sweep whose driver died is resubmitted under a new id,
-``<sweep id>-retry<n>`` (Ray never reuses an id). The job runs
-``python -m trainables.run_sweep --spec-json ... --sweep-id ID``, which resumes
-from Tune's experiment state when it exists, so a resubmitted sweep continues
-where its dead driver stopped.
+``<sweep id>-retry<n>`` (Ray never reuses an id). The job's working folder holds one
+file, ``spec.json``: the resolved spec the service stored (uploaded with the job, so
+a remote cluster gets it too, whatever its size); the job runs
+``python -m trainables.driver --resolved-spec spec.json --sweep-id ID``, which
+resumes from Tune's experiment state when it exists, so a resubmitted sweep
+continues where its dead driver stopped.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import enum
 import json
 import shlex
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -40,7 +44,8 @@ class Runner(Protocol):
     """Where sweeps run. ``RayJobRunner`` in the service; tests may pass a fake."""
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
-        """Start the sweep's driver as job ``job``; a no-op when that job exists."""
+        """Start the sweep's driver as job ``job`` on the resolved ``spec``; a no-op when
+        that job exists."""
 
     def state(self, job: str) -> tuple[JobState, str]:
         """The job's state and Ray's message for it."""
@@ -49,19 +54,13 @@ class Runner(Protocol):
         """Ask the job to stop; a no-op when it has finished or does not exist."""
 
 
-def driver_entrypoint(sweep_id: str, spec: Mapping[str, Any], python: str = "python") -> str:
-    """The shell command a sweep's job runs."""
-    return " ".join(
-        [
-            shlex.quote(python),
-            "-m",
-            "trainables.run_sweep",
-            "--spec-json",
-            shlex.quote(json.dumps(dict(spec), separators=(",", ":"))),
-            "--sweep-id",
-            shlex.quote(sweep_id),
-        ]
-    )
+SPEC_FILE = "spec.json"  # in the job's working folder
+
+
+def driver_entrypoint(sweep_id: str, python: str = "python") -> str:
+    """The shell command a sweep's job runs, in a working folder holding ``SPEC_FILE``."""
+    command = [python, "-m", "trainables.driver", "--resolved-spec", SPEC_FILE]
+    return shlex.join([*command, "--sweep-id", sweep_id])
 
 
 class RayJobRunner:
@@ -77,15 +76,19 @@ class RayJobRunner:
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
         if self.state(job)[0] is not JobState.MISSING:
             return
-        try:
-            self._client.submit_job(
-                entrypoint=driver_entrypoint(sweep_id, spec, self._python),
-                submission_id=job,
-                runtime_env={"env_vars": self._env_vars},
-            )
-        except RuntimeError as error:  # a concurrent submit of the same job won the race
-            if "already exists" not in str(error):
-                raise
+        with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
+            (Path(folder) / SPEC_FILE).write_text(json.dumps(dict(spec)))
+            # The client uploads the folder to the cluster before this returns.
+            runtime_env = {"working_dir": folder, "env_vars": self._env_vars}
+            try:
+                self._client.submit_job(
+                    entrypoint=driver_entrypoint(sweep_id, self._python),
+                    submission_id=job,
+                    runtime_env=runtime_env,
+                )
+            except RuntimeError as error:  # a concurrent submit of the same job won the race
+                if "already exists" not in str(error):
+                    raise
 
     def state(self, job: str) -> tuple[JobState, str]:
         try:

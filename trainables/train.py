@@ -87,7 +87,7 @@ def train(config: dict[str, Any]) -> None:
     # trial on the node spin-wait on the others (10-100x slower steps).
     cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
     torch.set_num_threads(max(1, int(cpus)))
-    # What it reports reaches MLflow through the driver (trainables.tracking).
+    # What it reports reaches MLflow through the driver (trainables.driver.tracking).
     run_trial(config, RayTuneReporter())
 
 

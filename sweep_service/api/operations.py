@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from search_spaces.datasets import Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecError, SpecIssue
-from search_spaces.spec import SweepSpec, resolve_spec
+from search_spaces.presets import resolve_spec
+from search_spaces.spec import SweepSpec
 from sweep_service.api.errors import ApiError
 from sweep_service.runner import Runner, job_id
 from sweep_service.settings import ServiceSettings

@@ -11,7 +11,7 @@ HEAVY = ("torch", "fastapi", "transformers", "ray")
 PROBE = f"""
 import json, sys
 import search_spaces.spec, search_spaces.presets, search_spaces.reports
-from search_spaces.spec import resolve_spec
+from search_spaces.presets import resolve_spec
 resolve_spec({{"extends": "table8"}})
 print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
 """
@@ -22,3 +22,12 @@ def test_importing_search_spaces_leaves_heavy_packages_out() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )
     assert json.loads(completed.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_spec_never_imports_the_presets() -> None:
+    """One direction: ``presets`` resolves specs with ``spec``; ``spec`` knows no presets."""
+    probe = "import sys, search_spaces.spec; print('search_spaces.presets' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout.strip() == "False"

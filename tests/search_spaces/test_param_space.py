@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from search_spaces.presets import get_preset
-from search_spaces.spec import expand_losses, resolve_spec, to_param_space
+from search_spaces.presets import get_preset, resolve_spec
+from search_spaces.spec import expand_losses
 
 tune = pytest.importorskip("ray.tune")
 tune_search = pytest.importorskip("search_spaces.tune_search")
@@ -54,7 +54,7 @@ def tpe_spec(**search: Any) -> Any:
 
 def test_grid_param_space_of_table8() -> None:
     spec = get_preset("table8")
-    space = to_param_space(spec, sweep_id="sweep-1")
+    space = tune_search.to_param_space(spec, sweep_id="sweep-1")
     assert list(space) == CONTRACT_KEYS
     assert space["sweep_id"] == "sweep-1"
     assert space["dataset"] == "mrpc"
@@ -67,7 +67,7 @@ def test_grid_param_space_of_table8() -> None:
 
 
 def test_grid_over_data_sets_and_a_single_seed() -> None:
-    space = to_param_space(get_preset("table10"))
+    space = tune_search.to_param_space(get_preset("table10"))
     assert space["dataset"] == {"grid_search": ["conll2003", "squad_v1"]}
     assert space["variant"] == "original"
     assert space["seed"] == 0
@@ -75,7 +75,7 @@ def test_grid_over_data_sets_and_a_single_seed() -> None:
 
 
 def test_tpe_param_space_samples_inside_the_loss_and_leaves_the_seed_out() -> None:
-    space = to_param_space(tpe_spec())
+    space = tune_search.to_param_space(tpe_spec())
     assert list(space) == ["sweep_id", "dataset", "variant", "model", "loss", "training"]
     loss = space["loss"]
     assert list(loss) == ["name", "alpha", "smooth", "square", "scope"]

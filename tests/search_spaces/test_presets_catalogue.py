@@ -13,9 +13,10 @@ from search_spaces.presets import (
     list_presets,
     load_presets,
     preset_names,
+    resolve_spec,
     shared_presets,
 )
-from search_spaces.spec import expand_losses, resolve_spec, trial_count
+from search_spaces.spec import expand_losses, trial_count
 
 EXPECTED_COUNTS = {
     "dsc_alpha": 9,

@@ -7,14 +7,9 @@ from typing import Any
 
 import pytest
 
-from search_spaces.spec import (
-    SpecError,
-    SweepSpec,
-    deep_merge,
-    expand_losses,
-    resolve_spec,
-    trial_count,
-)
+from search_spaces.errors import SpecError
+from search_spaces.presets import deep_merge, resolve_spec
+from search_spaces.spec import SweepSpec, expand_losses, trial_count
 
 
 def make_spec(**overrides: Any) -> dict[str, Any]:

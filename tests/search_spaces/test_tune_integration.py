@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrialConfig
-from search_spaces.spec import SweepSpec, expand_losses, resolve_spec, to_param_space
+from search_spaces.spec import SweepSpec, expand_losses
+from search_spaces.tune_search import to_param_space
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")

@@ -1,6 +1,6 @@
 """Fixtures and helpers for the API tests: a recording runner, apps over the real
 store, and an MLflow store on SQLite filled with trial runs as the driver writes them
-(the tags and params of ``trainables.tracking``, written here without torch)."""
+(the tags and params of ``trainables.driver.tracking``, written here without torch)."""
 
 from __future__ import annotations
 

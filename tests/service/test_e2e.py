@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import mlflow.artifacts
 import pytest
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.presets import get_preset
 
 pytestmark = pytest.mark.data
 
@@ -114,7 +116,10 @@ def trial_runs(home: Path, sweep_id: str) -> list[Any]:
 
 
 def test_smoke_sweep_over_http(service: Service) -> None:
-    created = service.http.post("/v1/sweeps", json={"extends": "smoke"})
+    # Over the 128 KiB a single command-line argument may hold: the resolved spec
+    # reaches the driver as a file in its job's working folder, not on its command line.
+    description = "a long description " * 8_000
+    created = service.http.post("/v1/sweeps", json={"extends": "smoke", "description": description})
     assert created.status_code == 201, created.text
     sweep_id = created.json()["id"]
     wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 420, "the sweep")
@@ -134,6 +139,12 @@ def test_smoke_sweep_over_http(service: Service) -> None:
         assert marker in grid.content[:200] or marker in grid.content, fmt
     runs = trial_runs(service.home, sweep_id)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    # The driver ran the spec the service resolved and stored, presets already applied.
+    client = MlflowClient(f"sqlite:///{service.home / 'mlflow.db'}")
+    parent = client.get_run(runs[0].data.tags["mlflow.parentRunId"])
+    ran = mlflow.artifacts.load_dict(f"{parent.info.artifact_uri}/spec.yaml")
+    assert ran["description"] == description and ran["extends"] == "smoke"
+    assert ran["search_space"] == get_preset("smoke").model_dump(mode="json")["search_space"]
     # The trials trained with torch on Ray workers; the service itself never loaded it.
     assert service.process is not None
     assert "libtorch" not in Path(f"/proc/{service.process.pid}/maps").read_text()

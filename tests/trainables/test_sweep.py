@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from tests.toydata import make_toy_datasets
 
-DRIVER = [sys.executable, "-m", "trainables.run_sweep"]
+DRIVER = [sys.executable, "-m", "trainables.driver.run"]
 CLI = [sys.executable, "-m", "sweep_service.cli"]
 
 

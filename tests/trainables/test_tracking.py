@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from search_spaces.sections import TrackingLink
-from trainables.tracking import TrialLogger
+from trainables.driver.tracking import TrialLogger
 
 LINK = TrackingLink(tracking_uri="sqlite:///unused.db", experiment_id="1", parent_run_id="p")
 
@@ -26,7 +26,7 @@ def test_writes_run_in_order_on_another_thread_and_a_failure_does_not_stop_them(
     logger.later(lambda: write(1))
     logger.later(lambda: 1 / 0)
     logger.later(lambda: write(2))
-    with caplog.at_level(logging.ERROR, logger="trainables.tracking"):
+    with caplog.at_level(logging.ERROR, logger="trainables.driver.tracking"):
         logger.flush()
     assert [n for n, _ in made] == [1, 2]
     assert {thread for _, thread in made} == {"trial-logger"}

@@ -1,4 +1,4 @@
-"""Renderers of a ``search_spaces.reports.pivot_table`` result, and the label order.
+"""Renderers of a ``pivot_table`` result, and the label order.
 
 Markdown, CSV, LaTeX (booktabs), JSON and PNG (matplotlib's Agg, imported on first
 use). A cell reads ``85.21 ± 0.40 (+1.02)``: mean ± std over seeds (delta of the

@@ -1,10 +1,14 @@
 """The sweep driver: one spec, one Ray Tune ``Tuner``, one MLflow parent run.
 
-    python -m trainables.run_sweep SPEC.yaml [--sweep-id ID]
-    python -m trainables.run_sweep --preset smoke
+    python -m trainables.driver SPEC.yaml [--sweep-id ID]     # resolves the spec here
+    python -m trainables.driver --preset smoke
+    python -m trainables.driver --resolved-spec spec.json --sweep-id ID
 
-Runs on the Ray cluster at ``DICESWEEP_RAY_ADDRESS`` (a local head when unset),
-logs to ``DICESWEEP_MLFLOW_TRACKING_URI``, and keeps Tune's experiment state in
+The service resolves and validates a submitted spec once and stores it; its Ray Job
+carries that resolved spec as ``spec.json`` in the job's working folder, and the
+driver validates it again without applying presets (``validate_spec``). Runs on the
+Ray cluster at ``DICESWEEP_RAY_ADDRESS`` (a local head when unset), logs to
+``DICESWEEP_MLFLOW_TRACKING_URI``, and keeps Tune's experiment state in
 ``DICESWEEP_STORAGE_PATH/<sweep id>``. Run again with the same sweep id to resume:
 finished trials are not rerun. The table is printed at the end and attached,
 with the other report formats and a plot, to the parent run.
@@ -13,10 +17,8 @@ with the other report formats and a plot, to the parent run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -24,24 +26,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
-from search_spaces.presets import load_presets
-from search_spaces.reports import (
-    infer_layout,
-    paired_test,
-    pivot_table,
-    row_from_trial,
-    to_markdown,
-)
+from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
-from search_spaces.spec import SweepSpec, resolve_spec, to_param_space, trial_count
-from trainables.sweep_progress import SweepProgress
-from trainables.sweep_report import write_reports
+from search_spaces.spec import SweepSpec, trial_count, validate_spec
+from trainables.driver.progress import SweepProgress
+from trainables.driver.reports import collect_rows, write_reports
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress line
 # of SweepProgress replaces it.
@@ -50,7 +44,7 @@ os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_
 
 
 def read_spec_file(path: str) -> dict[str, Any]:
-    """A YAML or JSON spec from a file, or from standard input for ``-``."""
+    """A YAML or JSON spec from a file, or from standard input for ``-`` (JSON is YAML)."""
     text = sys.stdin.read() if path == "-" else Path(path).read_text()
     data = yaml.safe_load(text)
     if not isinstance(data, dict):
@@ -75,14 +69,12 @@ def experiment_id(client: Any, settings: DicesweepSettings) -> str:
     return str(client.create_experiment(EXPERIMENT, artifact_location=location))
 
 
-def parent_run(
-    client: Any, experiment: str, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
-) -> str:
+def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> str:
     """The sweep's parent run: found by its tags on a resume, else created with the spec."""
     from mlflow.entities import Param, RunStatus
     from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
 
-    from trainables.tracking import find_run
+    from trainables.driver.tracking import find_run
 
     tags = {SWEEP_TAG: sweep_id, ROLE_TAG: "sweep"}
     existing = find_run(client, experiment, tags)
@@ -102,16 +94,13 @@ def parent_run(
         "metric": spec.search.metric,
     }
     client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in params.items()])
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "spec.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-        resolved = spec.model_dump(mode="json", exclude_none=True)
-        (Path(folder) / "resolved_spec.json").write_text(json.dumps(resolved, indent=2))
-        client.log_artifacts(run.info.run_id, folder)
+    # The spec that ran, every preset applied: enough to run the sweep again.
+    client.log_dict(run.info.run_id, spec.model_dump(mode="json"), "spec.yaml")
     return str(run.info.run_id)
 
 
 def open_tracking(
-    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec, raw: dict[str, Any]
+    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec
 ) -> tuple[Any, TrackingLink]:
     """An MLflow client, and the link trials log through: experiment and parent run."""
     from mlflow.tracking import MlflowClient
@@ -121,7 +110,7 @@ def open_tracking(
     link = TrackingLink(
         tracking_uri=str(settings.mlflow_tracking_uri),
         experiment_id=experiment,
-        parent_run_id=parent_run(client, experiment, sweep_id, spec, raw),
+        parent_run_id=parent_run(client, experiment, sweep_id, spec),
     )
     return client, link
 
@@ -131,7 +120,7 @@ def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> A
     Either way ``logger`` logs its trials to MLflow."""
     from ray import tune
 
-    from search_spaces.tune_search import trial_resources, tune_config_kwargs
+    from search_spaces.tune_search import to_param_space, trial_resources, tune_config_kwargs
     from trainables.train import train
 
     trainable = tune.with_resources(train, trial_resources(spec))
@@ -190,16 +179,6 @@ def count_unfinished(experiment_path: str, expected: int) -> int:
     return max(expected, len(trials)) - ended
 
 
-def collect_rows(results: Any) -> tuple[pd.DataFrame, int]:
-    """One row per trial that reported, and the number of trials that failed."""
-    rows, failed = [], 0
-    for result in results:
-        failed += result.error is not None
-        if result.metrics and "eval_f1" in result.metrics:
-            rows.append(row_from_trial(result.config, result.metrics))
-    return pd.DataFrame(rows), failed
-
-
 def import_trainable() -> None:
     """Import the trials' function and what it needs (torch, transformers)."""
     import trainables.train  # noqa: F401
@@ -225,10 +204,9 @@ def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None
 
 
 def run(
-    raw: dict[str, Any], sweep_id: str | None, settings: DicesweepSettings, num_cpus: int | None
+    spec: SweepSpec, sweep_id: str | None, settings: DicesweepSettings, num_cpus: int | None
 ) -> int:
-    """Run (or resume) a sweep; returns the process exit code."""
-    spec = resolve_spec(raw, load_presets(), max_trials=settings.max_trials)
+    """Run (or resume) the sweep of a validated ``spec``; returns the process exit code."""
     sweep_id = sweep_id or new_sweep_id(spec)
     print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
     # While Ray starts (seconds, mostly waiting on its processes), one thread sets up
@@ -236,13 +214,13 @@ def run(
     # (torch, transformers): both are imports that hold the GIL, so a thread each
     # would only make them take turns.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tracking = pool.submit(open_tracking, settings, sweep_id, spec, raw)
+        tracking = pool.submit(open_tracking, settings, sweep_id, spec)
         trainable = pool.submit(import_trainable)
         start_ray(settings, num_cpus)
         client, link = tracking.result()
         trainable.result()
     experiment, parent = link.experiment_id, link.parent_run_id
-    from trainables.tracking import TrialLogger
+    from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
     tuner = build_tuner(spec, sweep_id, logger, settings.storage_path)
@@ -264,15 +242,7 @@ def run(
         if result.error is not None:
             print(f"trial failed ({result.path}): {result.error}", file=sys.stderr)
     if not rows.empty:
-        rows_key, cols_key, baseline = infer_layout(rows)
-        table = pivot_table(rows, rows_key, cols_key, spec.search.metric, baseline)
-        tests = (
-            paired_test(rows, rows_key, cols_key, spec.search.metric, baseline)
-            if baseline
-            else pd.DataFrame()
-        )
-        write_reports(client, parent, rows, table, tests)
-        print(to_markdown(table))
+        print(write_reports(client, parent, rows, spec.search.metric))
     status = "FAILED" if failed == len(results) else "FINISHED"
     client.set_tag(parent, "dicesweep.failed_trials", str(failed))
     client.set_terminated(parent, status)
@@ -280,28 +250,35 @@ def run(
     return 1 if failed else 0
 
 
+def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpec:
+    """The spec the arguments name: a stored resolved spec is validated as it is; a
+    spec file or a preset is resolved against the presets first.
+
+    Raises:
+        SpecError: an invalid spec.
+    """
+    if args.resolved_spec:
+        return validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
+    raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
+    return resolve_spec(raw, max_trials=settings.max_trials)
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trainables.run_sweep", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m trainables.driver", description=__doc__)
     parser.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
     parser.add_argument("--preset", help="run a preset: the same as {extends: NAME}")
-    parser.add_argument("--spec-json", help="the spec inline, as JSON (how a Ray Job gets it)")
+    parser.add_argument(
+        "--resolved-spec", help="a spec already resolved (presets applied), as JSON: a Ray Job's"
+    )
     parser.add_argument("--sweep-id", help="resume (or name) this sweep")
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray head")
     args = parser.parse_args(argv)
-    given = [x for x in (args.spec, args.preset, args.spec_json) if x]
-    if len(given) != 1:
-        parser.error("give exactly one of: a spec file, --preset, --spec-json")
-    if args.spec_json:
-        raw = json.loads(args.spec_json)
-    else:
-        raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
+    if len([x for x in (args.spec, args.preset, args.resolved_spec) if x]) != 1:
+        parser.error("give exactly one of: a spec file, --preset, --resolved-spec")
+    settings = DicesweepSettings()
     try:
-        code = run(raw, args.sweep_id, DicesweepSettings(), args.num_cpus)
+        spec = load_spec(args, settings)
     except SpecError as error:
-        print(f"invalid sweep spec:\n{error}", file=sys.stderr)
-        code = 2
-    sys.exit(code)
-
-
-if __name__ == "__main__":
-    main()
+        print(error, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus))

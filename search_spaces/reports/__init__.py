@@ -1,0 +1,45 @@
+"""The paper's kind of tables from a sweep's trials, and their renderers.
+
+A row is one finished trial: ``loss`` (a label, ``loss_label``), ``loss_name``, the
+loss's parameters as ``param_<name>``, ``dataset``, ``variant``, ``seed`` and the
+metrics (``eval_f1`` ... in percent); ``row_from_trial`` builds one from a trial's
+config and final metrics. ``pivot_table`` gives mean, std and count over seeds per
+cell plus the delta of the mean against a baseline row, e.g. losses × variants
+(Table 8) or ``param_alpha`` × data sets (Table 10); ``to_markdown``, ``to_csv``,
+``to_latex``, ``to_json`` and ``to_png`` render it; ``paired_test`` tests each row
+against the baseline over seeds.
+"""
+
+from search_spaces.reports.formats import (
+    STATS,
+    ordered,
+    to_csv,
+    to_json,
+    to_latex,
+    to_markdown,
+    to_png,
+)
+from search_spaces.reports.tables import (
+    METRICS,
+    infer_layout,
+    loss_label,
+    paired_test,
+    pivot_table,
+    row_from_trial,
+)
+
+__all__ = [
+    "METRICS",
+    "STATS",
+    "infer_layout",
+    "loss_label",
+    "ordered",
+    "paired_test",
+    "pivot_table",
+    "row_from_trial",
+    "to_csv",
+    "to_json",
+    "to_latex",
+    "to_markdown",
+    "to_png",
+]
