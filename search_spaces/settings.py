@@ -8,10 +8,17 @@ tokenisation cache, so a laptop with nothing installed runs a sweep.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
 from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Ray's socket paths (``<home>/ray/session_<time>_<pid>/sockets/plasma_store``, 70
+# characters after the home) must fit in 107 bytes (AF_UNIX): the home gets the rest.
+MAX_RAY_HOME_CHARS = 36
 
 
 class DicesweepSettings(BaseSettings):
@@ -27,7 +34,12 @@ class DicesweepSettings(BaseSettings):
     mlflow_tracking_uri: str = Field(
         default_factory=lambda d: f"sqlite:///{d['home'] / 'mlflow.db'}"
     )
-    ray_address: str | None = None  # None: start (or join) a local Ray head
+    # The cluster's GCS address (``host:6379``, as ``ray start --address`` takes it), for
+    # ``dicesweep run`` and a sweep's driver; None: a local head of their own.
+    ray_address: str | None = None
+    # The cluster's Jobs API (``http://head:8265``), for ``dicesweep serve``; None: a
+    # local head of the service's own.
+    ray_jobs_url: str | None = None
     storage_path: Path = Field(default_factory=lambda d: d["home"] / "ray_results")  # Ray Tune
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
@@ -37,7 +49,61 @@ class DicesweepSettings(BaseSettings):
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @field_validator("ray_address")
+    @classmethod
+    def _gcs_address(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"{value!r} is a Jobs API URL: DICESWEEP_RAY_ADDRESS is the cluster's GCS "
+                "address (host:port); a Jobs API URL goes in DICESWEEP_RAY_JOBS_URL"
+            )
+        return value
+
+    @field_validator("ray_jobs_url")
+    @classmethod
+    def _jobs_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"{value!r} is not a URL: DICESWEEP_RAY_JOBS_URL is the cluster's Jobs API, "
+                "e.g. http://head:8265"
+            )
+        return value
+
     @property
     def mlflow_artifact_root(self) -> Path:
         """Artifact folder used when the tracking store is the embedded SQLite one."""
         return self.home / "mlartifacts"
+
+
+def isolate_ray(home: Path) -> None:
+    """Make every Ray process this one starts (a head, a local ``ray.init``, their
+    workers) keep its temp folder, session files and auth token under ``home``, never
+    in the shared ``/tmp/ray`` or ``~/.ray``: a second head on the machine is never
+    joined by mistake, nor ours by its users.
+
+    Sets ``RAY_TMPDIR`` to ``home`` (Ray uses ``<home>/ray``), token auth on unless the
+    operator chose (``RAY_AUTH_MODE``), and ``RAY_AUTH_TOKEN_PATH`` to
+    ``<home>/ray/auth_token`` (made on first use, readable by its owner only, kept for
+    the next start) unless a token is given (``RAY_AUTH_TOKEN`` or its path).
+
+    Raises:
+        ValueError: ``home`` is too long a path for Ray's sockets under it.
+    """
+    if len(str(home)) > MAX_RAY_HOME_CHARS:
+        raise ValueError(
+            f"DICESWEEP_HOME {str(home)!r} has {len(str(home))} characters; Ray's socket "
+            f"paths under it need at most {MAX_RAY_HOME_CHARS}: choose a shorter one"
+        )
+    os.environ["RAY_TMPDIR"] = str(home)
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+    if os.environ["RAY_AUTH_MODE"].lower() != "token":
+        return
+    if "RAY_AUTH_TOKEN" in os.environ or "RAY_AUTH_TOKEN_PATH" in os.environ:
+        return
+    path = home / "ray" / "auth_token"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # a token made before: kept
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as token:
+            token.write(secrets.token_hex(32))  # 256 bits, as Ray makes its own
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)

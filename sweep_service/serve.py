@@ -1,27 +1,25 @@
 """``dicesweep serve``: the API, its store, the reconciler and, by default, a local Ray head.
 
-With ``DICESWEEP_RAY_ADDRESS`` unset the service starts a local Ray head as a child
+With ``DICESWEEP_RAY_JOBS_URL`` unset the service starts a local Ray head as a child
 process (``ray start --head --block``, the Jobs API on ``ray_dashboard_port``) and
-stops it, with every process it started, when it stops; the sweeps' drivers run as
-Ray Jobs on it and track to the MLflow store under ``DICESWEEP_HOME``. With it set
-(``http://head:8265``), it submits to that cluster. Either way the API process
-itself never joins a cluster: it only talks to the Jobs API over HTTP, as it does
-in deployment. The store is migrated to the latest schema first.
+stops it, with every process it started, when it stops; the head keeps its temp
+folder, session files and auth token under ``DICESWEEP_HOME`` (``isolate_ray``),
+the sweeps' drivers run as Ray Jobs on it and track to the MLflow store under
+``DICESWEEP_HOME``. With it set (``http://head:8265``), it submits to that cluster.
+Either way the API process itself never joins a cluster: it only talks to the Jobs
+API over HTTP, as it does in deployment. The store is migrated to the latest schema first.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import os
-import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from search_spaces.settings import isolate_ray
 from sweep_service.settings import ServiceSettings
 
 log = logging.getLogger("dicesweep.serve")
@@ -45,7 +44,8 @@ def job_environment(settings: ServiceSettings) -> dict[str, str]:
         DICESWEEP_MLFLOW_TRACKING_URI=str(settings.mlflow_tracking_uri),
         DICESWEEP_STORAGE_PATH=str(settings.storage_path),
     )
-    env.pop("DICESWEEP_RAY_ADDRESS", None)  # drivers join the cluster their job runs on
+    for joined in ("DICESWEEP_RAY_ADDRESS", "DICESWEEP_RAY_JOBS_URL"):
+        env.pop(joined, None)  # drivers join the cluster their job runs on
     return env
 
 
@@ -96,11 +96,8 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
     gcs_port = _free_port()
-    # Ray's token auth, explicitly, for the head and for this process's Jobs client
-    # alike (left alone, a new head turns it on and a client may not). An operator's
-    # RAY_AUTH_MODE wins.
-    os.environ.setdefault("RAY_AUTH_MODE", "token")
-    provide_ray_token(settings.home)
+    # The head, its jobs and this process's Jobs client share the environment it sets.
+    isolate_ray(settings.home)
     _wait_for_free_port(dashboard_port)
     address = f"http://127.0.0.1:{dashboard_port}"
     with log_path.open("ab") as output:
@@ -117,27 +114,6 @@ def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
         yield address
     finally:
         _stop_head(head)
-        _forget_head(gcs_port)
-
-
-def provide_ray_token(home: Path) -> Path | None:
-    """With Ray's token auth on and no token given (``RAY_AUTH_TOKEN``,
-    ``RAY_AUTH_TOKEN_PATH``), the head, its jobs and this process's Jobs client share
-    ``<home>/ray/auth_token``, made on first use (readable by its owner only) and kept
-    for the next start; ``ray start`` makes none. Returns the token's path when this
-    sets it (``RAY_AUTH_TOKEN_PATH``), else None."""
-    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
-        return None
-    if "RAY_AUTH_TOKEN" in os.environ or "RAY_AUTH_TOKEN_PATH" in os.environ:
-        return None
-    path = home / "ray" / "auth_token"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):  # a token made before: kept
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as token:
-            token.write(secrets.token_hex(32))  # 256 bits, as Ray makes its own
-    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
-    return path
 
 
 def _terminate_with_parent() -> None:
@@ -175,17 +151,6 @@ def _wait_for_jobs_api(head: subprocess.Popen[bytes], address: str, log_path: Pa
                 f"{HEAD_START_TIMEOUT_S:.0f} s; see {log_path}"
             )
         time.sleep(0.5)
-
-
-def _forget_head(gcs_port: int) -> None:
-    """Remove the note ``ray start`` leaves of its head (``<ray temp dir>/ray_current_
-    cluster``) when it names ours: a plain ``ray.init()`` run later on this machine
-    would otherwise try to join the stopped head and wait for it."""
-    ray_temp = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()) / "ray"
-    note = ray_temp / "ray_current_cluster"
-    with contextlib.suppress(OSError):  # no note (or it went meanwhile): nothing to do
-        if note.read_text().strip().endswith(f":{gcs_port}"):
-            note.unlink()
 
 
 def _wait_for_free_port(port: int) -> None:
@@ -242,8 +207,8 @@ def _stop_group(group: int) -> None:
 @contextmanager
 def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
     """The Jobs API address: the configured cluster, or a local head owned until exit."""
-    if settings.ray_address:
-        yield settings.ray_address
+    if settings.ray_jobs_url:
+        yield settings.ray_jobs_url
         return
     with local_ray_head(settings) as address:
         yield address

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,3 +53,21 @@ def toy_home(tmp_path_factory: pytest.TempPathFactory) -> DicesweepSettings:
     root = tmp_path_factory.mktemp("toy")
     datasets = make_toy_datasets(root / "datasets")
     return DicesweepSettings(home=root / "home", datasets_dir=datasets)
+
+
+@contextmanager
+def short_home_folder() -> Iterator[Path]:
+    """A ``DICESWEEP_HOME`` short enough for Ray's socket paths under it (a pytest
+    ``tmp_path`` is not), removed afterwards."""
+    home = Path(tempfile.mkdtemp(prefix="dsw-", dir="/tmp"))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """See ``short_home_folder``."""
+    with short_home_folder() as home:
+        yield home

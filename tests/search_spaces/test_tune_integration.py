@@ -11,8 +11,10 @@ import pytest
 
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrialConfig
+from search_spaces.settings import isolate_ray
 from search_spaces.spec import SweepSpec, expand_losses
 from search_spaces.tune_search import to_param_space
+from tests.conftest import short_home_folder
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
@@ -32,9 +34,13 @@ def trivial_train(config: dict[str, Any]) -> None:
 def local_ray() -> Iterator[None]:
     # Workers cannot import this test module: ship its trainable by value.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
+        for variable in ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
+            env.delenv(variable, raising=False)  # restored afterwards: isolate_ray sets them
+        isolate_ray(home)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
 
 
 def run(spec: SweepSpec, storage: Path) -> Any:

@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import get_preset
+from tests.conftest import short_home_folder
 
 pytestmark = pytest.mark.data
 
@@ -96,9 +97,8 @@ def wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 @pytest.fixture
-def service(tmp_path: Path, datasets_dir: Path) -> Iterator[Service]:
-    running = Service(tmp_path / "home", datasets_dir)
-    running.home.mkdir(parents=True)
+def service(short_home: Path, datasets_dir: Path) -> Iterator[Service]:
+    running = Service(short_home, datasets_dir)
     running.start()
     try:
         yield running
@@ -115,7 +115,33 @@ def trial_runs(home: Path, sweep_id: str) -> list[Any]:
     return client.search_runs([experiment.experiment_id], filter_string=query)
 
 
-def test_smoke_sweep_over_http(service: Service) -> None:
+def test_smoke_sweeps_of_two_services_side_by_side(service: Service, datasets_dir: Path) -> None:
+    """Two services with two homes on one machine: each runs its sweep on its own Ray
+    head, whose files stay under its home."""
+    ray_home_token = Path.home() / ".ray" / "auth_token"
+    token_before = ray_home_token.stat().st_mtime if ray_home_token.exists() else None
+    with short_home_folder() as other_home:
+        other = Service(other_home, datasets_dir)
+        other.start()
+        try:
+            beside = other.http.post("/v1/sweeps", json={"extends": "smoke"})
+            assert beside.status_code == 201, beside.text
+            check_smoke_sweep(service)
+            other_id = beside.json()["id"]
+            wait(lambda: other.sweep(other_id)["status"] in ("succeeded", "failed"), 420, "it")
+            assert other.sweep(other_id)["status"] == "succeeded", other.log_tail()
+        finally:
+            other.stop()
+        for home in (service.home, other_home):
+            # The head's session files and its token under the home, nothing shared.
+            assert any((home / "ray").glob("session_2*")), home
+            assert (home / "ray" / "auth_token").exists()
+    now = ray_home_token.stat().st_mtime if ray_home_token.exists() else None
+    assert now == token_before  # ~/.ray untouched
+
+
+def check_smoke_sweep(service: Service) -> None:
+    """The smoke preset over HTTP, to its table, on ``service``."""
     # Over the 128 KiB a single command-line argument may hold: the resolved spec
     # reaches the driver as a file in its job's working folder, not on its command line.
     description = "a long description " * 8_000

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,10 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from tests.conftest import short_home_folder
 from tests.toydata import make_toy_datasets
 
-DRIVER = [sys.executable, "-m", "trainables.driver.run"]
+DRIVER = [sys.executable, "-m", "trainables.driver"]
 CLI = [sys.executable, "-m", "sweep_service.cli"]
 
 
@@ -81,9 +82,13 @@ def toy_spec(path: Path, **overrides: Any) -> Path:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory, datasets_dir: Path) -> dict[str, Any]:
+def smoke(datasets_dir: Path) -> Iterator[dict[str, Any]]:
     """The ``smoke`` preset run once by the driver, on the real MRPC files."""
-    home = tmp_path_factory.mktemp("smoke-home")
+    with short_home_folder() as home:
+        yield run_smoke(home, datasets_dir)
+
+
+def run_smoke(home: Path, datasets_dir: Path) -> dict[str, Any]:
     env = environment(home, datasets_dir)
     result = subprocess.run(
         [*DRIVER, "--preset", "smoke", "--sweep-id", "smoke-test", "--num-cpus", "2"],
@@ -166,9 +171,11 @@ def test_grid_command_png_and_unknown_sweep(smoke: dict[str, Any], tmp_path: Pat
     assert missing.returncode == 1 and "no trials found for sweep 'no-such-sweep'" in missing.stderr
 
 
-def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(tmp_path: Path) -> None:
+def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(
+    tmp_path: Path, short_home: Path
+) -> None:
     datasets = make_toy_datasets(tmp_path / "datasets", n_train=480)  # 30 steps an epoch
-    home = tmp_path / "home"
+    home = short_home
     spec = toy_spec(
         tmp_path / "spec.yaml",
         training={
@@ -212,9 +219,11 @@ def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(tmp_path:
     assert steps[-1] == 120 and len(steps) >= 11
 
 
-def test_interrupted_driver_resumes_without_rerunning_finished_trials(tmp_path: Path) -> None:
+def test_interrupted_driver_resumes_without_rerunning_finished_trials(
+    tmp_path: Path, short_home: Path
+) -> None:
     datasets = make_toy_datasets(tmp_path / "datasets")
-    home = tmp_path / "home"
+    home = short_home
     losses = [{"name": "ce"}, {"name": "focal", "gamma": 2}, {"name": "dice", "scope": "set"}]
     spec = toy_spec(tmp_path / "spec.yaml", search_space={"losses": losses})
     env = environment(home, datasets)
