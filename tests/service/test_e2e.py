@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import mlflow.artifacts
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
@@ -168,7 +169,7 @@ def check_smoke_sweep(service: Service) -> None:
     # The driver ran the spec the service resolved and stored, presets already applied.
     client = MlflowClient(f"sqlite:///{service.home / 'mlflow.db'}")
     parent = client.get_run(runs[0].data.tags["mlflow.parentRunId"])
-    ran = mlflow.artifacts.load_dict(f"{parent.info.artifact_uri}/spec.yaml")
+    ran = yaml.safe_load(mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/spec.yaml"))
     assert ran["description"] == description and ran["extends"] == "smoke"
     assert ran["search_space"] == get_preset("smoke").model_dump(mode="json")["search_space"]
     # The trials trained with torch on Ray workers; the service itself never loaded it.
