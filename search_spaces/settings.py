@@ -107,3 +107,11 @@ def isolate_ray(home: Path) -> None:
         with os.fdopen(descriptor, "w") as token:
             token.write(secrets.token_hex(32))  # 256 bits, as Ray makes its own
     os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+
+
+def isolate_local_ray(settings: DicesweepSettings) -> None:
+    """``isolate_ray`` under ``settings.home`` when this process is to start a local head
+    of its own (no ``DICESWEEP_RAY_ADDRESS``, not inside a Ray Job). Call it before
+    anything imports Ray: Ray reads its auth settings once, on import."""
+    if not settings.ray_address and not os.environ.get("RAY_ADDRESS"):
+        isolate_ray(settings.home)

@@ -22,6 +22,9 @@ FORMATS = ("markdown", "csv", "latex", "json", "png")
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
+    from search_spaces.settings import isolate_local_ray
+
+    isolate_local_ray(DicesweepSettings())  # before the driver's modules import Ray
     from trainables.driver.run import main as run_sweep
 
     argv = ["--preset", args.preset] if args.preset else [args.spec]

@@ -35,8 +35,10 @@ def local_ray() -> Iterator[None]:
     # Workers cannot import this test module: ship its trainable by value.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
-        for variable in ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
-            env.delenv(variable, raising=False)  # restored afterwards: isolate_ray sets them
+        env.delenv("RAY_TMPDIR", raising=False)  # restored afterwards: isolate_ray sets it
+        # Ray reads its auth mode once per process, and other tests in this one may
+        # have read it already: this one is about Tune, not auth.
+        env.setenv("RAY_AUTH_MODE", "disabled")
         isolate_ray(home)
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         yield

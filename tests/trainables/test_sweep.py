@@ -26,13 +26,9 @@ CLI = [sys.executable, "-m", "sweep_service.cli"]
 
 
 def environment(home: Path, datasets: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
-    env.update(
-        DICESWEEP_HOME=str(home),
-        DICESWEEP_DATASETS_DIR=str(datasets),
-        OMP_NUM_THREADS="1",
-        RAY_AUTH_MODE="disabled",
-    )
+    # Ray's settings as a fresh machine has them: token auth on by default.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DICESWEEP_", "RAY_"))}
+    env.update(DICESWEEP_HOME=str(home), DICESWEEP_DATASETS_DIR=str(datasets), OMP_NUM_THREADS="1")
     return env
 
 
@@ -88,7 +84,14 @@ def smoke(datasets_dir: Path) -> Iterator[dict[str, Any]]:
         yield run_smoke(home, datasets_dir)
 
 
+def ray_user_token() -> float | None:
+    """When ``~/.ray/auth_token`` (Ray's shared default) last changed, if it exists."""
+    token = Path.home() / ".ray" / "auth_token"
+    return token.stat().st_mtime if token.exists() else None
+
+
 def run_smoke(home: Path, datasets_dir: Path) -> dict[str, Any]:
+    shared_token = ray_user_token()
     env = environment(home, datasets_dir)
     result = subprocess.run(
         [*DRIVER, "--preset", "smoke", "--sweep-id", "smoke-test", "--num-cpus", "2"],
@@ -99,7 +102,13 @@ def run_smoke(home: Path, datasets_dir: Path) -> dict[str, Any]:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return {"home": home, "env": env, "result": result, "client": tracking(home)}
+    return {
+        "home": home,
+        "env": env,
+        "result": result,
+        "client": tracking(home),
+        "shared_token_untouched": ray_user_token() == shared_token,
+    }
 
 
 @pytest.mark.data
@@ -126,6 +135,13 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
     assert "| dsc(alpha=0.1) |" in smoke["result"].stdout  # the table, printed at the end
     assert "2 done, 0 failed" in smoke["result"].stderr
     assert "running" in smoke["result"].stderr  # the live display
+
+
+@pytest.mark.data
+def test_the_local_head_keeps_its_files_and_token_under_the_home(smoke: dict[str, Any]) -> None:
+    ray_home = smoke["home"] / "ray"
+    assert any(ray_home.glob("session_2*")) and (ray_home / "auth_token").exists()
+    assert smoke["shared_token_untouched"]  # nothing written to ~/.ray
 
 
 @pytest.mark.data

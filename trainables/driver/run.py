@@ -32,7 +32,7 @@ from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
-from search_spaces.settings import DicesweepSettings, isolate_ray
+from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
 from trainables.driver.progress import SweepProgress
 from trainables.driver.reports import collect_rows, write_reports
@@ -166,8 +166,8 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
         ray.init(log_to_driver=False)
     else:
         # "local": a new head of our own, never a cluster that `ray start` (or a
-        # `dicesweep serve`) left recorded on this machine; its files under our home.
-        isolate_ray(settings.home)
+        # `dicesweep serve`) left recorded on this machine; its files under our home
+        # (``isolate_local_ray``, called before this module imported Ray).
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
 
 
