@@ -91,17 +91,19 @@ class TaskSpec(Section):
 class TrainingSpec(Section):
     """Fine-tuning settings shared by every trial of a sweep (never searched)."""
 
-    epochs: Int = Field(3, ge=1)
-    learning_rate: Float = Field(3e-5, gt=0, lt=1)
-    batch_size: Int = Field(16, ge=1)
+    # Every number has a range a fine-tune can mean (docs/sweeps.md lists them): a
+    # value outside is a typo or a unit mistake, refused before anything runs.
+    epochs: Int = Field(3, ge=1, le=1000)
+    learning_rate: Float = Field(3e-5, ge=1e-9, le=1.0)
+    batch_size: Int = Field(16, ge=1, le=65_536)
     max_seq_length: Int = Field(128, ge=8, le=4096)  # tokens
     warmup_ratio: Float = Field(0.1, ge=0, lt=1)  # fraction of all optimiser steps
-    weight_decay: Float = Field(0.01, ge=0)
-    grad_clip: Float | None = Field(1.0, gt=0)  # max gradient norm; None: no clipping
-    eval_every_steps: Int | None = Field(None, ge=1)  # None: evaluate once per epoch
-    max_train_examples: Int | None = Field(None, ge=1)  # None: the whole split
-    max_eval_examples: Int | None = Field(None, ge=1)
-    doc_stride: Int = Field(128, ge=1)  # MRC: tokens between the starts of two windows
+    weight_decay: Float = Field(0.01, ge=0, le=1.0)
+    grad_clip: Float | None = Field(1.0, gt=0, le=1e6)  # max gradient norm; None: no clipping
+    eval_every_steps: Int | None = Field(None, ge=1, le=10_000_000)  # None: once per epoch
+    max_train_examples: Int | None = Field(None, ge=1, le=1_000_000_000)  # None: whole split
+    max_eval_examples: Int | None = Field(None, ge=1, le=1_000_000_000)
+    doc_stride: Int = Field(128, ge=1, le=4096)  # MRC: tokens between the starts of two windows
     bf16: Literal["auto"] | bool = "auto"  # auto: bf16 where the device supports it
 
     @field_validator("bf16", mode="before")
@@ -121,10 +123,11 @@ class SearchSpec(Section):
     """
 
     algorithm: Literal["grid", "random", "tpe"] = "grid"
-    num_samples: Int | None = Field(None, ge=1)
+    num_samples: Int | None = Field(None, ge=1, le=100_000)
     metric: Metric = "eval_f1"
     mode: Literal["max"] = "max"
-    sampler_seed: Int | None = None  # random/tpe: makes the sampled configurations repeatable
+    # random/tpe: makes the sampled configurations repeatable (numpy's seeding range)
+    sampler_seed: Int | None = Field(None, ge=0, le=2**32 - 1)
 
     @field_validator("metric", mode="before")
     @classmethod
@@ -146,17 +149,17 @@ class SchedulerSpec(Section):
     """
 
     kind: Literal["fifo", "asha", "median"] = "fifo"
-    grace_period: Int = Field(1, ge=1)  # evaluations before a trial may be stopped
-    reduction_factor: Float = Field(3.0, gt=1)
+    grace_period: Int = Field(1, ge=1, le=10_000)  # evaluations before a trial may be stopped
+    reduction_factor: Float = Field(3.0, gt=1, le=100)
     per_loss: Annotated[bool, Field(strict=True)] = True
 
 
 class ResourcesSpec(Section):
     """What one trial reserves on the Ray cluster, and how many run at once."""
 
-    cpus_per_trial: Float = Field(1.0, gt=0)
+    cpus_per_trial: Float = Field(1.0, ge=0.01, le=256)
     gpus_per_trial: Float = Field(0.0, ge=0, le=8)  # fractions share a GPU
-    max_concurrent_trials: Int | None = Field(None, ge=1)  # None: as many as fit
+    max_concurrent_trials: Int | None = Field(None, ge=1, le=10_000)  # None: as many as fit
 
     @field_validator("cpus_per_trial", "gpus_per_trial")
     @classmethod

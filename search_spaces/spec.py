@@ -87,7 +87,7 @@ class SweepSpec(Section):
     search: SearchSpec = SearchSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     resources: ResourcesSpec = ResourcesSpec()
-    max_failures: Int = Field(0, ge=0)  # retries of a failed trial
+    max_failures: Int = Field(0, ge=0, le=100)  # retries of a failed trial
 
     @field_validator("seeds")
     @classmethod

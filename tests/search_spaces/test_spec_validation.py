@@ -358,3 +358,26 @@ def test_expand_losses_refuses_a_sampled_search() -> None:
     )
     with pytest.raises(ValueError, match="tpe search samples its loss"):
         expand_losses(resolve_spec(data, presets={}))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        ({"training": {"epochs": 10**30}}, "training.epochs"),
+        ({"training": {"batch_size": 10**9}}, "training.batch_size"),
+        ({"training": {"weight_decay": 1e308}}, "training.weight_decay"),
+        ({"training": {"learning_rate": 1e-320}}, "training.learning_rate"),
+        ({"training": {"grad_clip": 1e300}}, "training.grad_clip"),
+        ({"training": {"eval_every_steps": 10**12}}, "training.eval_every_steps"),
+        ({"resources": {"cpus_per_trial": 1e6}}, "resources.cpus_per_trial"),
+        ({"resources": {"max_concurrent_trials": 10**9}}, "resources.max_concurrent_trials"),
+        ({"max_failures": 10**9}, "max_failures"),
+        ({"scheduler": {"kind": "asha", "reduction_factor": 1e9}}, "scheduler.reduction_factor"),
+        ({"search": {"algorithm": "random", "num_samples": 10**9}}, "search.num_samples"),
+    ],
+)
+def test_every_number_has_a_documented_range(overrides: dict[str, Any], path: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        resolve_spec(make_spec(**overrides))
+    (issue,) = [issue for issue in caught.value.issues if issue.path == path]
+    assert "less than" in issue.message or "greater than" in issue.message

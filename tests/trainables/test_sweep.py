@@ -277,3 +277,25 @@ def test_interrupted_driver_resumes_without_rerunning_finished_trials(
             assert trial.data.tags[ATTEMPT_TAG] == "1"
     (parent,) = runs(client, "resume-test", "sweep")
     assert parent.info.status == "FINISHED"
+
+
+def test_a_trial_no_node_can_hold_fails_the_sweep_at_once(tmp_path: Path, short_home: Path) -> None:
+    datasets = make_toy_datasets(tmp_path / "datasets")
+    spec = toy_spec(tmp_path / "spec.yaml", resources={"cpus_per_trial": 64})
+    started = time.monotonic()
+    result = subprocess.run(
+        [*DRIVER, str(spec), "--sweep-id", "too-big", "--num-cpus", "2"],
+        env=environment(short_home, datasets),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "cpus_per_trial=64 and gpus_per_trial=0: no node of the cluster has that much" in (
+        result.stderr
+    )
+    assert "2 CPUs and 0 GPUs" in result.stderr
+    (parent,) = runs(tracking(short_home), "too-big", "sweep")
+    assert parent.info.status == "FAILED" and "no node" in parent.data.tags["dicesweep.failure"]
+    assert time.monotonic() - started < 120  # failed fast: no trial waited for a node

@@ -34,6 +34,7 @@ from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
+from trainables.driver.cluster import count_unfinished, start_ray, unschedulable_reason
 from trainables.driver.progress import SweepProgress
 from trainables.driver.reports import collect_rows, write_reports
 
@@ -149,37 +150,6 @@ def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> A
     )
 
 
-def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
-    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings."""
-    import ray
-
-    env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
-    env.setdefault("DICESWEEP_HOME", str(settings.home))
-    # Trials' own output (progress bars, checkpoint notices) stays in their logs;
-    # the driver shows the sweep's progress line and the failures.
-    options: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False}
-    if settings.ray_address:
-        ray.init(address=settings.ray_address, **options)
-    elif os.environ.get("RAY_ADDRESS"):
-        # A Ray Job's driver: join the job's cluster; the job's runtime env already
-        # carries the settings (Ray refuses a second one that repeats them).
-        ray.init(log_to_driver=False)
-    else:
-        # "local": a new head of our own, never a cluster that `ray start` (or a
-        # `dicesweep serve`) left recorded on this machine; its files under our home
-        # (``isolate_local_ray``, called before this module imported Ray).
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
-
-
-def count_unfinished(experiment_path: str, expected: int) -> int:
-    """Trials neither terminated nor errored (or never created): the sweep was interrupted."""
-    from ray.tune import ExperimentAnalysis
-
-    trials = ExperimentAnalysis(experiment_path).trials
-    ended = sum(trial.status in ("TERMINATED", "ERROR") for trial in trials)
-    return max(expected, len(trials)) - ended
-
-
 def import_trainable() -> None:
     """Import the trials' function and what it needs (torch, transformers)."""
     import trainables.train  # noqa: F401
@@ -221,6 +191,12 @@ def run(
         client, link = tracking.result()
         trainable.result()
     experiment, parent = link.experiment_id, link.parent_run_id
+    unschedulable = unschedulable_reason(spec)
+    if unschedulable:  # no node could ever run a trial: fail now, not wait forever
+        print(f"sweep {sweep_id}: {unschedulable}", file=sys.stderr)
+        client.set_tag(parent, "dicesweep.failure", unschedulable)
+        client.set_terminated(parent, "FAILED")
+        return 2
     from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
