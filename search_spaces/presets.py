@@ -18,7 +18,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from search_spaces.errors import SpecError, SpecIssue
-from search_spaces.spec import DEFAULT_MAX_TRIALS, SweepSpec, trial_count, validate_spec
+from search_spaces.spec import (
+    DEFAULT_MAX_TRIALS,
+    SweepSpec,
+    check_text,
+    trial_count,
+    validate_spec,
+)
 
 PRESETS_DIR = "presets"
 
@@ -141,5 +147,6 @@ def resolve_spec(
     """
     if not isinstance(data, Mapping):
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
+    check_text(data)  # before any message could quote it
     merged = apply_extends(data, shared_presets() if presets is None else presets)
     return validate_spec(merged, max_trials=max_trials)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -238,7 +238,46 @@ def validate_spec(
     """
     if not isinstance(data, Mapping):
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
+    check_text(data)
     try:
         return SweepSpec.model_validate(data, context={"max_trials": max_trials})
     except ValidationError as error:
         raise SpecError.from_validation_error(error) from None
+
+
+def check_text(data: Any, path: str = "") -> None:
+    """Refuse text that is not valid Unicode anywhere in ``data`` (keys included): a
+    lone surrogate such as ``"\\ud800"``, which JSON may carry but no UTF-8 store, log
+    or response can hold. The message names the field, never the text.
+
+    Raises:
+        SpecError: one issue per such string.
+    """
+    issues = list(_bad_text(data, path))
+    if issues:
+        raise SpecError(issues)
+
+
+def _bad_text(data: Any, path: str) -> Iterator[SpecIssue]:
+    rule = "text must be valid Unicode: a lone surrogate (e.g. \\ud800) cannot be stored"
+    if isinstance(data, str):
+        if not _encodable(data):
+            yield SpecIssue(path, rule)
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            name = str(key) if _encodable(str(key)) else ascii(key)
+            child = f"{path}.{name}" if path else name
+            if name != str(key):
+                yield SpecIssue(child, rule)
+            yield from _bad_text(value, child)
+    elif isinstance(data, list | tuple):
+        for index, value in enumerate(data):
+            yield from _bad_text(value, f"{path}[{index}]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

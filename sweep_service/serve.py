@@ -12,7 +12,6 @@ API over HTTP, as it does in deployment. The store is migrated to the latest sch
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import shutil
@@ -241,10 +240,6 @@ def serve(settings: ServiceSettings) -> None:
         )
         reconciler.start()
         log.info("Ray Jobs at %s; store %s", address, settings.database_url)
-        # What start-up loaded (MLflow, pandas, Ray's client: a million objects) never
-        # dies: out of the collector's sight, full collections stop pausing requests.
-        gc.collect()
-        gc.freeze()
         try:
             uvicorn.run(
                 app,

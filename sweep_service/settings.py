@@ -15,11 +15,10 @@ class ServiceSettings(DicesweepSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port
     max_request_bytes: int = Field(1_000_000, ge=1024)  # bigger bodies get 413
+    # A resolved spec is stored and sent to the cluster whole: larger ones get 413.
+    max_spec_bytes: int = Field(256 * 1024, ge=1024)
     auth_cache_s: float = Field(5.0, ge=0)  # how long a key's owner is remembered; 0: never
-    api_threads: int = Field(8, ge=1, le=256)  # threads for the API's blocking work
-    # A log line per HTTP request. Off by default: GET /metrics counts every request by
-    # route and status, and a line per poll costs each request a tenth of its CPU.
-    access_log: bool = False
+    access_log: bool = False  # a log line per HTTP request (GET /metrics counts them anyway)
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts

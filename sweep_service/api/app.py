@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
-import anyio.to_thread
 from fastapi import FastAPI
 from mlflow.tracking import MlflowClient
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import OwnerCache
@@ -17,10 +14,8 @@ from sweep_service.api.errors import install_error_handlers
 from sweep_service.api.limits import BodySizeLimit
 from sweep_service.api.main import ROUTERS, route_templates
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
-from sweep_service.api.submissions import SubmissionWriter
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
-from sweep_service.store import StatementReader
 
 DESCRIPTION = """Loss-function ablation sweeps ("Dice Loss for Data-imbalanced NLP Tasks")
 run as Ray Tune studies and tracked in MLflow.
@@ -42,32 +37,15 @@ def create_app(
     ``settings.mlflow_tracking_uri``). Nothing is started or connected here; the
     store must already be migrated (``sweep_service.store.upgrade``)."""
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # Plain ``def`` routes and dependencies run on this many threads. Their work
-        # holds the GIL but for short store reads: a few threads keep both cores busy,
-        # while dozens only queue on the GIL and multiply each request's CPU time.
-        limiter = anyio.to_thread.current_default_thread_limiter()
-        limiter.total_tokens = settings.api_threads
-        try:
-            yield
-        finally:
-            services.submissions.close()
-            services.reader.close()
-
-    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION)
     metrics = ApiMetrics()
-    bind = _engine_of(session_factory)
-    services = app.state.services = Services(
+    app.state.services = Services(
         settings=settings,
         session_factory=session_factory,
         runner=runner,
         tracking=tracking or MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri)),
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
-        submissions=SubmissionWriter(session_factory),
-        reader=StatementReader(bind),
-        inline_reads=bind.dialect.name == "sqlite",
     )
     install_error_handlers(app)
     # The last added runs first: metrics see every answer, 413s included.
@@ -76,12 +54,3 @@ def create_app(
     for prefix, router in ROUTERS:
         app.include_router(router, prefix=prefix)
     return app
-
-
-def _engine_of(session_factory: Callable[[], Session]) -> Engine:
-    """The engine ``session_factory``'s sessions are bound to."""
-    with session_factory() as session:
-        bind = session.get_bind()
-    if not isinstance(bind, Engine):
-        raise TypeError("create_app needs sessions bound to an Engine")
-    return bind

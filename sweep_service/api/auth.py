@@ -6,8 +6,8 @@ the owner ``local`` (created on first use); anywhere else a key is required
 (docs/DESIGN.md). Every refusal is a 401 with ``WWW-Authenticate: Bearer``.
 
 Who a key (or no key) acts for is remembered for ``DICESWEEP_AUTH_CACHE_S`` seconds
-(``OwnerCache``), so a client polling a sweep costs no key look-up per request: a
-revoked key, or the first key created, takes effect within that time.
+(``OwnerCache``), as plain data (``Caller``: the owner's id and name), never a store
+object: a revoked key, or the first key created, takes effect within that time.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from dataclasses import dataclass
 
 from fastapi import Request
 from sqlalchemy.orm import Session
@@ -50,22 +51,35 @@ def presented_key(request: Request) -> str | None:
     return request.headers.get("x-api-key") or None
 
 
+@dataclass(frozen=True)
+class Caller:
+    """The owner a request acts for: plain data, valid whatever happens to the store
+    session that read it."""
+
+    id: int
+    name: str
+
+    @classmethod
+    def of(cls, owner: Owner) -> Caller:
+        return cls(id=owner.id, name=owner.name)
+
+
 class OwnerCache:
-    """Owners by the SHA-256 of the key presented (or of none), each for ``ttl_s``
+    """Callers by the SHA-256 of the key presented (or of none), each for ``ttl_s``
     seconds; refusals are never remembered. Thread-safe; at most ``max_entries``
     (all dropped at once when full: keys are few, polling clients many)."""
 
     def __init__(self, ttl_s: float, max_entries: int = 10_000) -> None:
         self._ttl_s = ttl_s
         self._max_entries = max_entries
-        self._entries: dict[bytes, tuple[float, Owner]] = {}
+        self._entries: dict[bytes, tuple[float, Caller]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def _slot(key: str | None) -> bytes:
         return hashlib.sha256(b"\0" if key is None else key.encode()).digest()
 
-    def get(self, key: str | None) -> Owner | None:
+    def get(self, key: str | None) -> Caller | None:
         if self._ttl_s <= 0:
             return None
         entry = self._entries.get(self._slot(key))
@@ -73,7 +87,7 @@ class OwnerCache:
             return None
         return entry[1]
 
-    def put(self, key: str | None, owner: Owner) -> None:
+    def put(self, key: str | None, owner: Caller) -> None:
         if self._ttl_s <= 0:
             return
         with self._lock:
@@ -82,20 +96,10 @@ class OwnerCache:
             self._entries[self._slot(key)] = (time.monotonic() + self._ttl_s, owner)
 
 
-def remembered_owner(request: Request, cache: OwnerCache) -> Owner | None:
-    """The owner ``cache`` remembers for the key of ``request``, if any; no store read.
-
-    Raises:
-        ApiError: a malformed ``Authorization``.
-    """
-    return cache.get(presented_key(request))
-
-
 def request_owner(
     request: Request, session: Session, settings: ServiceSettings, cache: OwnerCache | None = None
-) -> Owner:
+) -> Caller:
     """The owner ``request`` acts for (from ``cache`` when it remembers the key).
-    The owner's row is read without its relations: it stays usable after the session.
 
     Raises:
         AuthenticationError: a wrong, unknown or revoked key.
@@ -105,9 +109,9 @@ def request_owner(
     if cache is not None and (owner := cache.get(key)) is not None:
         return owner
     if key is not None:
-        owner = authenticate(session, key).owner
+        owner = Caller.of(authenticate(session, key).owner)
     elif settings.loopback and not api_keys_exist(session):
-        owner = local_owner(session)
+        owner = Caller.of(local_owner(session))
     else:
         raise ApiError("authentication_failed", _KEY_REQUIRED)
     if cache is not None:

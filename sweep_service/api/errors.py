@@ -45,6 +45,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "no_results": 409,  # a grid asked of a sweep without finished trials
     "method_not_allowed": 405,
     "request_too_large": 413,
+    "spec_too_large": 413,  # a resolved spec over DICESWEEP_MAX_SPEC_BYTES
     "runner_unavailable": 503,  # the cluster did not take a stop request
     "tracking_unavailable": 503,  # MLflow did not answer
     "store_unavailable": 503,

@@ -1,6 +1,5 @@
 """The API's routers and their prefixes: every resource under ``/v1``; health and metrics
-beside. ``create_app`` includes each in the app itself: a router nested in another costs
-every request a second round of route matching."""
+beside. ``create_app`` includes each in the app."""
 
 from __future__ import annotations
 
@@ -21,7 +20,8 @@ ROUTERS: tuple[tuple[str, APIRouter], ...] = (
 
 def route_templates() -> dict[Callable[..., Any], str]:
     """Each endpoint's path template as served, e.g. ``/v1/sweeps/{sweep_id}``: what
-    metrics are labelled with (never the concrete path, whose ids are unbounded)."""
+    metrics are labelled with (never the concrete path, whose ids are unbounded). The
+    matched route in a request's scope knows its path within its router only."""
     return {
         route.endpoint: prefix + route.path
         for prefix, router in ROUTERS

@@ -36,21 +36,11 @@ class ApiMetrics:
             "Sweeps stored by POST /v1/sweeps (idempotent retries not counted).",
             registry=self.registry,
         )
-        # Each label set's two children, looked up once: ``labels()`` checks and joins
-        # its values on every call, a cost every request would pay.
-        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request and its latency in seconds."""
-        children = self._children.get((method, route, status))
-        if children is None:
-            children = (
-                self.requests.labels(method, route, str(status)),
-                self.latency.labels(method, route),
-            )
-            self._children[method, route, status] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every collector."""

@@ -7,14 +7,14 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, RootModel
 
-from sweep_service.store import SweepFields, SweepStatus
+from sweep_service.store import Sweep, SweepStatus
 
 ParamValue = bool | int | float | str
 
 
 class SweepCreate(RootModel[dict[str, Any]]):
     """A sweep spec: the same shape as a YAML spec file, e.g. ``{"extends": "smoke"}``.
-    Validated as a whole by ``search_spaces.spec.resolve_spec``."""
+    Validated as a whole by ``search_spaces.presets.resolve_spec``."""
 
 
 class SweepLinks(BaseModel):
@@ -46,7 +46,7 @@ class SweepPublic(BaseModel):
     links: SweepLinks
 
     @classmethod
-    def of(cls, sweep: SweepFields, links: SweepLinks, **extra: Any) -> Self:
+    def of(cls, sweep: Sweep, links: SweepLinks, **extra: Any) -> Self:
         """The view of ``sweep``; ``extra`` fills the fields a subclass adds."""
         stored = {name: getattr(sweep, name) for name in _STORED_FIELDS}
         return cls(**stored, links=links, **extra)

@@ -17,7 +17,7 @@ from search_spaces.reports import METRICS
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
-from sweep_service.store import SweepFields
+from sweep_service.store import Sweep
 
 TRIAL_ORDER = ["loss", "dataset", "variant", "seed", "run_id"]  # also the page key
 T = TypeVar("T")
@@ -49,7 +49,7 @@ def sweep_trials(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
         return pd.DataFrame(columns=[*TRIAL_ORDER, "status"])
 
 
-def trial_counts(sweep: SweepFields) -> TrialCounts:
+def trial_counts(sweep: Sweep) -> TrialCounts:
     """The sweep's trials by state as last read from MLflow; the rest of its
     ``trial_count`` trials are pending (not started, or not yet tracked)."""
     started = sweep.trials_running + sweep.trials_done + sweep.trials_failed
@@ -61,12 +61,12 @@ def trial_counts(sweep: SweepFields) -> TrialCounts:
     )
 
 
-def best_trial(sweep: SweepFields) -> BestTrial | None:
+def best_trial(sweep: Sweep) -> BestTrial | None:
     """The sweep's best trial as last read from MLflow, if any has reported."""
     return None if sweep.best_trial is None else BestTrial.model_validate(sweep.best_trial)
 
 
-def mlflow_links(tracking_uri: str, sweep: SweepFields) -> tuple[str | None, str | None]:
+def mlflow_links(tracking_uri: str, sweep: Sweep) -> tuple[str | None, str | None]:
     """Links to the sweep's MLflow experiment and parent run in the UI at
     ``tracking_uri`` (``<uri>/#/experiments/<id>/runs/<run id>``); None where not
     known yet."""

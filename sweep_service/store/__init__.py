@@ -42,18 +42,13 @@ from sweep_service.store.migrate import upgrade
 from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus
 from sweep_service.store.owners import create_owner, get_owner_by_name
 from sweep_service.store.pages import SweepPage, list_sweeps
-from sweep_service.store.reads import StatementReader
 from sweep_service.store.sweeps import (
     Submission,
     SweepDraft,
-    SweepFields,
-    SweepRequest,
     count_active_sweeps,
     create_sweep,
-    create_sweeps,
     get_sweep,
     list_active_sweeps,
-    read_sweep_fields,
 )
 
 __all__ = [
@@ -68,14 +63,11 @@ __all__ = [
     "Owner",
     "QuotaExceededError",
     "ResubmissionLimitError",
-    "StatementReader",
     "StoreError",
     "Submission",
     "Sweep",
     "SweepDraft",
-    "SweepFields",
     "SweepPage",
-    "SweepRequest",
     "SweepStatus",
     "TrialProgress",
     "api_keys_exist",
@@ -87,7 +79,6 @@ __all__ = [
     "create_owner",
     "create_session_factory",
     "create_sweep",
-    "create_sweeps",
     "get_owner_by_name",
     "get_sweep",
     "list_active_sweeps",
@@ -95,7 +86,6 @@ __all__ = [
     "list_sweeps",
     "list_unsynced_finished_sweeps",
     "normalise_url",
-    "read_sweep_fields",
     "record_progress",
     "record_resubmission",
     "revoke_api_key",

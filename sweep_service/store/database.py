@@ -5,10 +5,8 @@ SQLite (the embedded default) and PostgreSQL through psycopg 3 are supported.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from sweep_service.store.errors import ConflictError
 
 SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
-SQLITE_POOL_SIZE = 48  # connections kept open to a file database (see create_engine_for)
 # The connection option that makes a SQLite transaction start as a writer (``committing``).
 WRITE_OPTION = "dicesweep_write"
-# The connection option of a connection that runs one read statement and nothing else:
-# SQLite then needs no BEGIN (a statement alone reads one snapshot).
-SINGLE_READ_OPTION = "dicesweep_single_read"
 
 # Error names of a broken unique rule: PostgreSQL's SQLSTATE, and SQLite's extended
 # result codes (the primary key is a unique rule of its own there).
@@ -56,42 +50,25 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     first read, so writers wait their turn (up to ``SQLITE_BUSY_TIMEOUT_S``) instead
     of failing with "database is locked", and a check followed by a write (quota,
     idempotency key) is atomic. Other transactions start with a plain ``BEGIN`` and
-    read a snapshot without any lock; a connection with ``SINGLE_READ_OPTION`` runs
-    its one statement without a BEGIN at all. ``engine_options`` go to
+    read a snapshot without any lock. ``engine_options`` go to
     ``sqlalchemy.create_engine``.
     """
     url = normalise_url(database_url)
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, **engine_options)
     _create_sqlite_folder(url)
-    engine = sqlite_engine(url, **engine_options)
+    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
+    engine = create_engine(url, connect_args=connect_args, **engine_options)
+    event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin)
     return engine
 
 
-def sqlite_engine(url: URL, **engine_options: Any) -> Engine:
-    """An engine on the SQLite database at ``url``, its connections configured (see
-    ``_configure_sqlite_connection``), with no transaction events."""
-    if names_a_file(url):
-        # A file's connections are cheap: enough for the API's threads and the
-        # reconciler, so none waits for a pooled one or opens one per request.
-        engine_options = {"pool_size": SQLITE_POOL_SIZE, "max_overflow": 0, **engine_options}
-    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
-    engine = create_engine(url, connect_args=connect_args, **engine_options)
-    event.listen(engine, "connect", _configure_sqlite_connection)
-    return engine
-
-
-def names_a_file(url: URL) -> bool:
-    """Whether ``url`` names a SQLite database file (not one in memory)."""
-    database = url.database or ""
-    return bool(database) and database != ":memory:" and not database.startswith("file:")
-
-
 def _create_sqlite_folder(url: URL) -> None:
-    """Create the folder of a file database."""
-    if names_a_file(url):
-        Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """Create the folder of a file database (not one in memory)."""
+    database = url.database or ""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
 def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) -> None:
@@ -109,26 +86,8 @@ def _configure_sqlite_connection(dbapi_connection: Any, connection_record: Any) 
 
 
 def _begin(connection: Any) -> None:
-    options = connection.get_execution_options()
-    if options.get(SINGLE_READ_OPTION, False):
-        return
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITE_OPTION, False) else "BEGIN")
-
-
-_WRITER_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
-_WRITER_LOCKS_GUARD = threading.Lock()
-
-
-def _writer_turn(session: Session) -> AbstractContextManager[object]:
-    """On SQLite, this process's writers take turns on a lock of their own before
-    asking SQLite for its write lock: SQLite makes a waiting writer sleep and poll,
-    with sleeps growing to 100 ms, which turns a queue of writers into long tails.
-    Other processes still meet SQLite's lock (``SQLITE_BUSY_TIMEOUT_S``)."""
-    engine = session.get_bind()
-    if not isinstance(engine, Engine) or engine.dialect.name != "sqlite":
-        return nullcontext()
-    with _WRITER_LOCKS_GUARD:
-        return _WRITER_LOCKS.setdefault(engine, threading.RLock())
+    writing = connection.get_execution_options().get(WRITE_OPTION, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
 
 def _begin_writing(session: Session) -> None:
@@ -170,16 +129,15 @@ def committing(
     Raises:
         ConflictError: a unique rule refused the write; ``conflict`` is its message.
     """
-    with _writer_turn(session):
-        _begin_writing(session)
-        try:
-            yield
-            session.commit()
-        except IntegrityError as error:
-            session.rollback()
-            if is_unique_violation(error):
-                raise ConflictError(conflict) from error
-            raise
-        except BaseException:
-            session.rollback()
-            raise
+    _begin_writing(session)
+    try:
+        yield
+        session.commit()
+    except IntegrityError as error:
+        session.rollback()
+        if is_unique_violation(error):
+            raise ConflictError(conflict) from error
+        raise
+    except BaseException:
+        session.rollback()
+        raise

@@ -140,7 +140,7 @@ INVALID = {
     "learning rate zero": (
         {"training": {"learning_rate": 0}},
         "training.learning_rate",
-        "Input should be greater than 0",
+        "Input should be greater than or equal to 0.000000001",
     ),
     "bf16 not a flag": (
         {"training": {"bf16": "yes"}},
@@ -205,7 +205,7 @@ INVALID = {
     "no cpus": (
         {"resources": {"cpus_per_trial": 0}},
         "resources.cpus_per_trial",
-        "Input should be greater than 0",
+        "Input should be greater than or equal to 0.01",
     ),
     "no concurrency": (
         {"resources": {"max_concurrent_trials": 0}},

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from search_spaces.presets import resolve_spec
@@ -18,27 +18,21 @@ from sweep_service.store import (
     NotFoundError,
     Owner,
     QuotaExceededError,
-    StatementReader,
     StoreError,
-    Submission,
     Sweep,
     SweepDraft,
-    SweepFields,
-    SweepRequest,
     SweepStatus,
     committing,
     count_active_sweeps,
     create_owner,
     create_sweep,
-    create_sweeps,
     get_sweep,
     list_sweeps,
-    read_sweep_fields,
     transition_sweep,
 )
 from sweep_service.store import sweeps as sweeps_module
 from sweep_service.store.owners import lock_owner
-from tests.service.factories import BEST_TRIAL, make_draft, sweep_in_progress
+from tests.service.factories import make_draft
 
 T = TypeVar("T")
 
@@ -240,75 +234,3 @@ def test_reads_go_on_while_a_writer_holds_its_lock(
 def _copy_of(sweep: Sweep, new_id: str) -> dict[str, object]:
     columns = {column.key: getattr(sweep, column.key) for column in Sweep.__table__.columns}
     return {**columns, "id": new_id, "idempotency_key": None}
-
-
-def test_a_batch_answers_each_submission_as_if_it_came_alone(
-    session: Session, alice: Owner
-) -> None:
-    owner = create_owner(session, "jo", max_concurrent_sweeps=2, max_trials_per_sweep=10)
-    outcomes = create_sweeps(
-        session,
-        [
-            SweepRequest(owner.id, make_draft("a"), "k"),
-            SweepRequest(owner.id, make_draft("too-big", trials=11)),
-            SweepRequest(owner.id, make_draft("a"), "k"),  # a retry of the first
-            SweepRequest(owner.id, make_draft("other"), "k"),  # the key, another spec
-            SweepRequest(999, make_draft("nobody's")),
-            SweepRequest(alice.id, make_draft("alice's"), "k"),  # another owner's key
-            SweepRequest(owner.id, make_draft("b")),
-            SweepRequest(owner.id, make_draft("c")),  # the batch's sweeps count as active
-            SweepRequest(owner.id, make_draft("d"), ""),
-        ],
-    )
-    first, too_big, retry, other, nobody, of_alice, b, c, empty_key = outcomes
-    assert isinstance(first, Submission) and first.created
-    assert isinstance(too_big, QuotaExceededError) and "11 trials" in str(too_big)
-    assert isinstance(retry, Submission) and not retry.created
-    assert retry.sweep.id == first.sweep.id
-    assert isinstance(other, IdempotencyMismatchError)
-    assert isinstance(nobody, NotFoundError)
-    assert isinstance(of_alice, Submission) and of_alice.created
-    assert isinstance(b, Submission) and b.created
-    assert isinstance(c, QuotaExceededError) and "2 sweeps are active" in str(c)
-    assert isinstance(empty_key, InvalidArgumentError)
-    session.expire_all()
-    stored = session.execute(select(Sweep.owner_id, Sweep.name).order_by(Sweep.name)).all()
-    assert [tuple(row) for row in stored] == [
-        (owner.id, "a"),
-        (alice.id, "alice's"),
-        (owner.id, "b"),
-    ]
-    assert get_sweep(session, owner.id, first.sweep.id).idempotency_key == "k"
-
-
-def test_a_batch_a_unique_rule_refuses_stores_nothing(
-    session: Session, alice: Owner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    taken = create_sweep(session, alice.id, make_draft("first")).sweep.id
-    ids = iter(["sw-0000000000000001", taken])
-    monkeypatch.setattr(sweeps_module, "new_sweep_id", lambda: next(ids))
-    batch = [SweepRequest(alice.id, make_draft("ok")), SweepRequest(alice.id, make_draft("clash"))]
-    with pytest.raises(ConflictError):
-        create_sweeps(session, batch)
-    assert session.scalars(select(Sweep.name)).all() == ["first"]
-
-
-def test_read_sweep_fields_reads_what_the_api_shows(
-    engine: Engine, session: Session, alice: Owner, bob: Owner
-) -> None:
-    sweep = sweep_in_progress(session, alice.id)
-    reader = StatementReader(engine)
-    try:
-        fields = read_sweep_fields(reader, alice.id, sweep.id)
-        with pytest.raises(NotFoundError):
-            read_sweep_fields(reader, bob.id, sweep.id)  # another owner's: not found
-    finally:
-        reader.close()
-    stored = get_sweep(session, alice.id, sweep.id)
-    shown = set(SweepFields.__annotations__)
-    assert "resolved_spec" not in fields._fields and shown <= set(fields._fields)
-    for name in shown:
-        assert getattr(fields, name) == getattr(stored, name), name
-    assert fields.status is SweepStatus.SUBMITTED
-    assert fields.best_trial == BEST_TRIAL and fields.trials_done == 2
-    assert fields.created_at.tzinfo is not None and fields.trials_synced_at is not None

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response, status
+from fastapi import APIRouter, Body, Header, Query, Response, status
 
 from search_spaces.presets import list_presets
 from sweep_service.api.deps import (
+    MetricsDep,
     OwnerDep,
-    ReadSweepDep,
     RunnerDep,
     SessionDep,
+    SettingsDep,
     SweepDep,
     TrackingDep,
-    current_owner,
-    services_of,
-    store_read,
 )
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
 from sweep_service.api.operations import cancel_sweep, validate_submission
@@ -38,7 +36,8 @@ from sweep_service.api.trials import (
     trial_page,
 )
 from sweep_service.results import trial_rows
-from sweep_service.store import SweepFields, SweepRequest, list_sweeps, read_sweep_fields
+from sweep_service.store import Sweep, list_sweeps
+from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
@@ -65,9 +64,7 @@ LimitQuery = Annotated[
 TokenQuery = Annotated[str | None, Query(description="next_page_token of the page before")]
 
 
-def sweep_links(
-    sweep: SweepFields, mlflow: tuple[str | None, str | None] = (None, None)
-) -> SweepLinks:
+def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, None)) -> SweepLinks:
     """The API's links for ``sweep``, and the MLflow UI's when known."""
     base = f"{API_PREFIX}{router.prefix}/{sweep.id}"
     return SweepLinks(
@@ -89,20 +86,20 @@ def sweep_links(
         429: {"description": "a quota (trials per sweep, GPUs per trial, concurrent sweeps)"},
     },
 )
-async def create_sweep(
+def create_sweep(
     spec: SpecBody,
-    request: Request,
+    owner: OwnerDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    metrics: MetricsDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    services = services_of(request)
-    owner = await current_owner(request, services)
-    draft = validate_submission(services.settings, spec.root)
-    submission = SweepRequest(owner.id, draft, idempotency_key)
-    sweep, created = await services.submissions.submit(submission)
+    draft = validate_submission(settings, spec.root)
+    sweep, created = store_sweep(session, owner.id, draft, idempotency_key=idempotency_key)
     if created:
-        services.metrics.sweeps_submitted.inc()
+        metrics.sweeps_submitted.inc()
     else:
         response.status_code = status.HTTP_200_OK
     return SweepPublic.of(sweep, sweep_links(sweep))
@@ -122,20 +119,12 @@ def read_sweeps(
 
 
 @router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
-async def read_sweep(sweep_id: str, request: Request) -> SweepDetail:
+def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
     """A sweep with its trials by state and its best trial so far, as the service last
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
-    # Every client polls this one: no dependencies to solve, the owner from memory,
-    # then one statement.
-    services = services_of(request)
-    owner = await current_owner(request, services)
-    sweep = await store_read(
-        services, lambda: read_sweep_fields(services.reader, owner.id, sweep_id)
-    )
-    tracking_uri = str(services.settings.mlflow_tracking_uri)
     return SweepDetail.of(
         sweep,
-        sweep_links(sweep, mlflow_links(tracking_uri, sweep)),
+        sweep_links(sweep, mlflow_links(str(settings.mlflow_tracking_uri), sweep)),
         trials=trial_counts(sweep),
         best_trial=best_trial(sweep),
         trials_as_of=sweep.trials_synced_at,
@@ -144,7 +133,7 @@ async def read_sweep(sweep_id: str, request: Request) -> SweepDetail:
 
 @router.get("/{sweep_id}/trials")
 def read_trials(
-    sweep: ReadSweepDep,
+    sweep: SweepDep,
     tracking: TrackingDep,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     page_token: TokenQuery = None,
@@ -165,7 +154,7 @@ def read_trials(
     },
 )
 def read_grid(
-    sweep: ReadSweepDep,
+    sweep: SweepDep,
     tracking: TrackingDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
