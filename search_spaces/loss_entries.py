@@ -29,13 +29,20 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     Tag,
     ValidationInfo,
+    create_model,
     field_validator,
     model_serializer,
     model_validator,
 )
 
 from search_spaces.errors import rule_error
-from search_spaces.losses import LossSpecError, check_parameter, loss_names, validate_loss_spec
+from search_spaces.losses import (
+    LOSS_SPECS,
+    LossSpecError,
+    check_parameter,
+    loss_names,
+    validate_loss_spec,
+)
 
 Scalar = bool | int | float | str
 SIGNIFICANT_DIGITS = 12  # enough for any hyperparameter; drops binary noise like 0.1 + 0.2
@@ -132,7 +139,20 @@ ParamValue = Annotated[
         ),
     ),
 ]
-PARAMETERS = ("alpha", "beta", "gamma", "k", "smooth", "square", "scope", "class_counts")
+
+
+def _parameters() -> tuple[str, ...]:
+    """Every parameter a spec may set for some loss, in first-declared order: read from
+    the losses' schema, so that a new parameter there is a search-space field here."""
+    names: dict[str, None] = {}
+    for model in LOSS_SPECS.values():
+        for field in model.model_fields:
+            if field != "name" and field not in model.from_data:
+                names.setdefault(field)
+    return tuple(names)
+
+
+PARAMETERS = _parameters()
 
 
 def candidates(value: ParamValue) -> list[Scalar]:
@@ -144,24 +164,38 @@ def candidates(value: ParamValue) -> list[Scalar]:
     return [value]
 
 
-class LossEntry(BaseModel):
-    """A loss name and its parameters, each a scalar, a list (grid) or a distribution.
-
-    The fields are the union of every loss's parameters; each is checked against the
-    named loss, so ``gamma`` on ``dsc`` fails naming the valid ones.
-    """
-
+class _Named(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str  # first: the parameter validators read it
-    alpha: ParamValue | None = None
-    beta: ParamValue | None = None
-    gamma: ParamValue | None = None
-    k: ParamValue | None = None
-    smooth: ParamValue | None = None
-    square: ParamValue | None = None
-    scope: ParamValue | None = None
-    class_counts: ParamValue | None = None
+
+
+# One optional field per parameter of the schema, after ``name``.
+_PARAMETER_FIELDS: dict[str, Any] = {
+    parameter: (ParamValue | None, None) for parameter in PARAMETERS
+}
+_WithParameters: Any = create_model("_WithParameters", __base__=_Named, **_PARAMETER_FIELDS)
+
+
+class LossEntry(_WithParameters):
+    """A loss name and its parameters, each a scalar, a list (grid) or a distribution.
+
+    The fields are the union of every loss's parameters (``PARAMETERS``, from the
+    schema); each is checked against the named loss, so ``gamma`` on ``dsc`` fails
+    naming the valid ones.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nothing_the_trainable_supplies(cls, data: Any) -> Any:
+        supplied = {need for model in LOSS_SPECS.values() for need in model.from_data}
+        for key in sorted(supplied & set(data)) if isinstance(data, dict) else ():
+            raise rule_error(
+                f"{key} is computed by the trainable from the training data; "
+                "a spec must not set it",
+                key,
+            )
+        return data
 
     @field_validator("name")
     @classmethod
@@ -198,7 +232,7 @@ class LossEntry(BaseModel):
         """The parameters this entry sets, in the loss's declaration order."""
         return {
             field: value
-            for field in PARAMETERS
+            for field in LOSS_SPECS[self.name].model_fields
             if field in self.model_fields_set and (value := getattr(self, field)) is not None
         }
 

@@ -1,30 +1,41 @@
-"""Torch-free schemas of the losses' parameters (docs/LOSSES.md), one model per loss.
+"""The one schema of the losses' parameters (docs/LOSSES.md): one model per loss.
 
-The trainable builds the real loss (``trainables.losses``) and repeats these checks;
-these models let the service and the sweep driver refuse a bad spec at the boundary,
-before a trial starts. A loss spec is ``{"name": <key>, **params}``; unset parameters
-take the defaults below, which mirror the loss modules' defaults.
+Each parameter's default, type and range is written here once. The service and the
+sweep driver refuse a bad spec with these models before a trial starts, and
+``trainables.losses.build_loss`` validates through them before it builds the math.
+A loss spec is ``{"name": <key>, **params}``; unset parameters take the defaults
+below. What a loss needs from the training data (``from_data``, e.g. ``wce``'s
+``class_counts``) is declared on its model and supplied by the trainable.
 
-Numbers are strict (``True`` is not ``1.0``, ``"0.5"`` is not ``0.5``) and finite.
+Numbers are strict (``True`` is not ``1.0``, ``"0.5"`` is not ``0.5``), finite and
+bounded.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 Scope = Literal["example", "set"]
+# How the dice family reduces its one-vs-rest losses over classes: their mean (ours,
+# a macro average in [0, 1]) or their sum (the official code's multi-class scripts).
+ClassReduction = Literal["mean", "sum"]
 # Strict so that a boolean is never read as 0/1; ints are still accepted.
 _Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
-NonNegative = Annotated[_Number, Field(ge=0.0)]
 UnitInterval = Annotated[_Number, Field(ge=0.0, le=1.0)]
-Positive = Annotated[_Number, Field(gt=0.0)]
+Smooth = Annotated[_Number, Field(ge=0.0, le=1e6)]
 Flag = Annotated[bool, Field(strict=True)]
-
-# Parameters that the trainable computes from the training data; a spec never sets them.
-TRAINABLE_SUPPLIED = frozenset({"class_counts"})
 
 
 class LossSpecError(ValueError):
@@ -34,6 +45,9 @@ class LossSpecError(ValueError):
 class _LossSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # Parameters the trainable computes from the training data; a spec never sets them.
+    from_data: ClassVar[tuple[str, ...]] = ()
+
 
 class CeSpec(_LossSpec):
     """Cross-entropy (eq. 1); no parameters."""
@@ -42,14 +56,13 @@ class CeSpec(_LossSpec):
 
 
 class WceSpec(_LossSpec):
-    """Weighted cross-entropy (eq. 2): ``w_t = log10((n - n_t)/n_t + k)``.
+    """Weighted cross-entropy (eq. 2): ``w_t = log10((n - n_t)/n_t + k)`` from the
+    training set's ``class_counts``, which the trainable supplies. A ``k`` that makes a
+    weight <= 0 for those counts (``k < 1`` can, for the majority class) is refused."""
 
-    ``k`` must be > 0 here; the trainable also rejects a ``k`` that makes a weight
-    <= 0 for the actual class counts (``k < 1`` can, for the majority class).
-    """
-
+    from_data: ClassVar[tuple[str, ...]] = ("class_counts",)
     name: Literal["wce"] = "wce"
-    k: Positive = 1.0
+    k: Annotated[_Number, Field(gt=0.0, le=1e6)] = 1.0
     class_counts: tuple[Annotated[int, Field(strict=True, gt=0)], ...] | None = None
 
     @field_validator("class_counts")
@@ -59,21 +72,34 @@ class WceSpec(_LossSpec):
             raise ValueError(f"class_counts needs one count per class (>= 2), got {list(value)}")
         return value
 
+    @model_validator(mode="after")
+    def _positive_weights(self) -> WceSpec:
+        counts = self.class_counts or ()
+        total = sum(counts)
+        for index, n_t in enumerate(counts):
+            if math.log10((total - n_t) / n_t + self.k) <= 0:
+                raise ValueError(
+                    f"k={self.k} makes the weight of class {index} (count {n_t} of {total}) "
+                    f"<= 0: k must exceed 1 - (n - n_t)/n_t = {1 - (total - n_t) / n_t:.4g}"
+                )
+        return self
+
 
 class FocalSpec(_LossSpec):
     """Focal loss ``-(1 - p_t)^gamma log p_t``; ``gamma=0`` equals CE."""
 
     name: Literal["focal"] = "focal"
-    gamma: NonNegative = 2.0
+    gamma: Annotated[_Number, Field(ge=0.0, le=100.0)] = 2.0
 
 
 class DiceSpec(_LossSpec):
     """Dice loss (eq. 7; eq. 6 with ``square=False``)."""
 
     name: Literal["dice"] = "dice"
-    smooth: NonNegative = 1.0
+    smooth: Smooth = 1.0
     square: Flag = True
     scope: Scope = "example"
+    classes: ClassReduction = "mean"
 
 
 class TverskySpec(_LossSpec):
@@ -82,22 +108,21 @@ class TverskySpec(_LossSpec):
     name: Literal["tversky"] = "tversky"
     alpha: UnitInterval = 0.5
     beta: UnitInterval = 0.5
-    smooth: NonNegative = 1.0
+    smooth: Smooth = 1.0
     scope: Scope = "example"
+    classes: ClassReduction = "mean"
 
 
 class DscSpec(_LossSpec):
-    """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``.
-
-    The official code's recipe is ``{"name": "dsc", "alpha": 0.01, "smooth": 1,
-    "square": true, "scope": "set"}``.
-    """
+    """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``. The official code's
+    recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs)."""
 
     name: Literal["dsc"] = "dsc"
     alpha: UnitInterval = 1.0
-    smooth: NonNegative = 1.0
+    smooth: Smooth = 1.0
     square: Flag = False
     scope: Scope = "example"
+    classes: ClassReduction = "mean"
 
 
 LossSpec = Annotated[
@@ -110,6 +135,32 @@ LOSS_SPECS: dict[str, type[_LossSpec]] = {
 }
 
 _LOSS_SPEC_ADAPTER: TypeAdapter[LossSpec] = TypeAdapter(LossSpec)
+
+# What the official code (ShannonAI/dice_loss_for_NLP) optimises, as its scripts call
+# its DiceLoss (``--dice_smooth 1 --dice_alpha 0.01 --dice_square``, on logits):
+# - binary inputs (its MRC/SQuAD scripts): one set-level score over the whole batch;
+# - multi-class inputs (its GLUE/TNEWS scripts, e.g. MRPC with a 2-class softmax): a
+#   score per example and class, the classes' losses summed, averaged over examples.
+OFFICIAL_RECIPES: dict[str, dict[str, Any]] = {
+    "binary": {"name": "dsc", "alpha": 0.01, "smooth": 1.0, "square": True, "scope": "set"},
+    "multiclass": {
+        "name": "dsc",
+        "alpha": 0.01,
+        "smooth": 1.0,
+        "square": True,
+        "scope": "example",
+        "classes": "sum",
+    },
+}
+
+
+def supplied_by_data(name: str) -> tuple[str, ...]:
+    """The parameters of loss ``name`` that the trainable computes from the training data.
+
+    Raises:
+        LossSpecError: an unknown loss.
+    """
+    return _lookup(name).from_data
 
 
 def loss_names() -> list[str]:
@@ -133,7 +184,7 @@ def loss_parameters(name: str) -> dict[str, Any]:
     return {
         field: info.default
         for field, info in model.model_fields.items()
-        if field != "name" and field not in TRAINABLE_SUPPLIED
+        if field != "name" and field not in model.from_data
     }
 
 
@@ -146,7 +197,7 @@ def check_parameter(name: str, parameter: str, value: object) -> None:
             message names the parameter and the rule.
     """
     valid = loss_parameters(name)
-    if parameter in TRAINABLE_SUPPLIED:
+    if parameter in supplied_by_data(name):
         raise LossSpecError(
             f"{parameter} is computed by the trainable from the training data; "
             "a spec must not set it"
@@ -181,5 +232,6 @@ def validate_loss_spec(data: Mapping[str, Any]) -> LossSpec:
         return _LOSS_SPEC_ADAPTER.validate_python(dict(data))
     except ValidationError as error:
         first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"][1:]) or "name"
-        raise LossSpecError(f"{data['name']}.{where}: {first['msg']}") from None
+        where = ".".join([str(data["name"]), *(str(part) for part in first["loc"][1:])])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise LossSpecError(f"{where}: {message}") from None

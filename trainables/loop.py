@@ -170,10 +170,8 @@ def fit(
     device = pick_device()
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
     model = build_model(model_name, data.info.kind, data.task.num_labels, vocab).to(device)
-    full_spec = dict(loss_spec)
-    if full_spec["name"] == "wce":
-        full_spec["class_counts"] = data.task.class_counts(data.train_features)
-    loss_fn = build_loss(full_spec).to(device)
+    counts = data.task.class_counts(data.train_features)
+    loss_fn = build_loss(loss_spec, class_counts=counts).to(device)
     steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)
     total_steps = steps_per_epoch * training.epochs
     optimizer, scheduler = build_optimizer(model, training, total_steps)

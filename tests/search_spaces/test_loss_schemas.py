@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from search_spaces.loss_entries import PARAMETERS, LossEntry, canonical
@@ -20,9 +22,9 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
     "ce": {},
     "wce": {"k": 1.0},
     "focal": {"gamma": 2.0},
-    "dice": {"smooth": 1.0, "square": True, "scope": "example"},
-    "tversky": {"alpha": 0.5, "beta": 0.5, "smooth": 1.0, "scope": "example"},
-    "dsc": {"alpha": 1.0, "smooth": 1.0, "square": False, "scope": "example"},
+    "dice": {"smooth": 1.0, "square": True, "scope": "example", "classes": "mean"},
+    "tversky": {"alpha": 0.5, "beta": 0.5, "smooth": 1.0, "scope": "example", "classes": "mean"},
+    "dsc": {"alpha": 1.0, "smooth": 1.0, "square": False, "scope": "example", "classes": "mean"},
 }
 
 
@@ -31,18 +33,39 @@ def test_the_six_losses_and_their_defaults() -> None:
     assert {name: loss_parameters(name) for name in loss_names()} == DEFAULTS
 
 
-def test_a_loss_entry_knows_every_parameter_of_every_loss() -> None:
-    every = {field for model in LOSS_SPECS.values() for field in model.model_fields} - {"name"}
-    assert set(PARAMETERS) == every
+def test_a_loss_entry_knows_every_parameter_a_spec_may_set() -> None:
+    # Read from the schema: a parameter added there is a search-space field at once.
+    settable = {
+        field
+        for model in LOSS_SPECS.values()
+        for field in model.model_fields
+        if field != "name" and field not in model.from_data
+    }
+    assert set(PARAMETERS) == settable and "class_counts" not in PARAMETERS
     assert list(LossEntry.model_fields) == ["name", *PARAMETERS]
 
 
-def test_defaults_match_the_trainables_registry() -> None:
-    registry = pytest.importorskip("trainables.losses.registry")
+def test_the_math_takes_exactly_the_schemas_parameters() -> None:
+    """Schema and math agree: each loss module's constructor takes the parameters of
+    its model (those the trainable supplies included), so adding a parameter touches
+    the schema and the math, nothing else."""
+    losses = pytest.importorskip("trainables.losses")
+    for name, model in LOSS_SPECS.items():
+        signature = inspect.signature(losses.LOSSES[name].__init__)
+        taken = {p for p in signature.parameters if p != "self"}
+        assert taken == set(model.model_fields) - {"name"}, name
+        for parameter, info in model.model_fields.items():
+            if parameter in taken and info.default is not None:
+                assert signature.parameters[parameter].default == info.default, (name, parameter)
+
+
+def test_every_settable_parameter_reaches_the_built_loss() -> None:
+    losses = pytest.importorskip("trainables.losses")
     for name in loss_names():
-        # class_counts is supplied by the trainable, never by a spec.
-        theirs = {k: v for k, v in registry.loss_parameters(name).items() if k != "class_counts"}
-        assert theirs == DEFAULTS[name], name
+        spec = {"name": name, **loss_parameters(name)}
+        built = losses.build_loss(spec, class_counts=[90, 10])
+        for parameter, value in loss_parameters(name).items():
+            assert getattr(built, parameter) == value, (name, parameter)
 
 
 def test_validate_a_whole_spec() -> None:
@@ -60,7 +83,8 @@ def test_validate_a_whole_spec() -> None:
         ({"name": "bce"}, "unknown loss 'bce'; valid: ce, dice, dsc, focal, tversky, wce"),
         (
             {"name": "dsc", "beta": 0.5},
-            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, scope, smooth, square",
+            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, classes, scope, smooth, "
+            "square",
         ),
         ({"name": "tversky", "beta": 2}, "tversky.beta: Input should be less than or equal to 1"),
         ({"name": "dice", "scope": "batch"}, "dice.scope: Input should be 'example' or 'set'"),

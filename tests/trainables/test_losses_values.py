@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from search_spaces.losses import OFFICIAL_RECIPES
 from trainables.losses import build_loss, loss_parameters, wce_weights
 
 # Binary golden inputs: logits [0, ln 3] -> p = [0.5, 0.75]; targets y = [1, 0].
@@ -220,20 +221,72 @@ def test_dsc_alpha_one_pushes_a_confident_negative_up() -> None:
     assert small.grad is not None and small.grad.item() > 0
 
 
-def test_official_recipe_is_a_parameter_setting() -> None:
-    # ShannonAI's dice scripts: one set-level score over the batch, squared
-    # denominator, alpha 0.01, smooth 1 -- written out independently here.
-    gen = torch.Generator().manual_seed(3)
-    logits = torch.randn(2, 16, generator=gen, dtype=torch.float64) * 4
-    target = (torch.rand(2, 16, generator=gen) > 0.8).double()
-    mask = torch.ones(2, 16, dtype=torch.bool)
-    mask[:, :3] = False
-    p = torch.sigmoid(logits)[mask]
-    y = target[mask]
+def _official_dsc_binary(
+    logits: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """The official ``DiceLoss`` on one-logit inputs, as its MRC scripts call it
+    (``smooth=1, alpha=0.01, square_denominator=True, with_logits=True``), written
+    from its equations: masked probabilities, then one score over every position."""
+    m = mask.double().reshape(-1)
+    p = torch.sigmoid(logits.reshape(-1)) * m
+    y = target.reshape(-1).double() * m
     q = (1 - p) ** 0.01 * p
-    expected = 1 - (2 * (q * y).sum() + 1) / ((q * q).sum() + (y * y).sum() + 1)
-    ours = build_loss({"name": "dsc", "alpha": 0.01, "smooth": 1, "square": True, "scope": "set"})
-    assert ours(logits, target, mask).item() == pytest.approx(expected.item(), rel=1e-12)
+    return 1 - (2 * (q * y).sum() + 1) / ((q * q).sum() + (y * y).sum() + 1)
+
+
+def _official_dsc_multiclass(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The official ``DiceLoss`` on ``[N, C]`` logits, as its GLUE/TNEWS scripts call it:
+    softmax, one score per row and class, the classes' losses summed, mean over rows."""
+    p = torch.softmax(logits, dim=1)
+    y = torch.nn.functional.one_hot(target, logits.shape[1]).double()
+    total = torch.zeros(logits.shape[0], dtype=torch.float64)
+    for c in range(logits.shape[1]):
+        q = (1 - p[:, c]) ** 0.01 * p[:, c]
+        total = total + 1 - (2 * q * y[:, c] + 1) / (q * q + y[:, c] * y[:, c] + 1)
+    return total.mean()
+
+
+def _value_and_grad(fn, logits: torch.Tensor) -> tuple[float, torch.Tensor]:  # type: ignore[no-untyped-def]
+    z = logits.detach().clone().requires_grad_(True)
+    loss = fn(z)
+    loss.backward()
+    assert z.grad is not None
+    return loss.item(), z.grad
+
+
+def test_official_binary_recipe_equals_the_official_loss_in_value_and_gradient() -> None:
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(4, 32, generator=gen, dtype=torch.float64) * 4
+    target = (torch.rand(4, 32, generator=gen) > 0.85).double()
+    mask = torch.rand(4, 32, generator=gen) > 0.2
+    ours = build_loss(OFFICIAL_RECIPES["binary"])
+    value, grad = _value_and_grad(lambda z: ours(z, target, mask), logits)
+    ref_value, ref_grad = _value_and_grad(lambda z: _official_dsc_binary(z, target, mask), logits)
+    assert value == pytest.approx(ref_value, abs=1e-9)
+    torch.testing.assert_close(grad, ref_grad, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 5])
+def test_official_multiclass_recipe_equals_the_official_loss_in_value_and_gradient(
+    n_classes: int,
+) -> None:
+    gen = torch.Generator().manual_seed(n_classes)
+    logits = torch.randn(24, n_classes, generator=gen, dtype=torch.float64) * 3
+    target = torch.randint(0, n_classes, (24,), generator=gen)
+    ours = build_loss(OFFICIAL_RECIPES["multiclass"])
+    value, grad = _value_and_grad(lambda z: ours(z, target), logits)
+    ref_value, ref_grad = _value_and_grad(lambda z: _official_dsc_multiclass(z, target), logits)
+    assert value == pytest.approx(ref_value, abs=1e-9)
+    torch.testing.assert_close(grad, ref_grad, atol=1e-9, rtol=0)
+
+
+def test_the_binary_recipe_is_not_the_official_loss_on_multiclass_inputs() -> None:
+    # Why there are two recipes: set scope on a 2-class softmax is another loss.
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.randn(24, 2, generator=gen, dtype=torch.float64) * 3
+    target = torch.randint(0, 2, (24,), generator=gen)
+    wrong = build_loss(OFFICIAL_RECIPES["binary"])(logits, target).item()
+    assert abs(wrong - _official_dsc_multiclass(logits, target).item()) > 1e-3
 
 
 def test_dsc_at_saturated_softmax_uses_exact_log_of_one_minus_p() -> None:
@@ -270,18 +323,24 @@ BAD = [
     ({}, "needs a 'name'"),
     (
         {"name": "dice", "alpha": 0.5},
-        r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; valid: scope, smooth, square",
+        r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; "
+        "valid: classes, scope, smooth, square",
     ),
-    ({"name": "tversky", "alpha": 1.5}, r"alpha must lie in \[0, 1\], got 1.5"),
-    ({"name": "tversky", "beta": -0.1}, r"beta must lie in \[0, 1\], got -0.1"),
-    ({"name": "dsc", "alpha": 2.0}, r"alpha must lie in \[0, 1\]"),
-    ({"name": "focal", "gamma": -1.0}, "gamma must be a finite number >= 0, got -1.0"),
-    ({"name": "dice", "smooth": -1.0}, "smooth must be a finite number >= 0"),
-    ({"name": "dice", "scope": "batch"}, "scope must be 'example' or 'set', got 'batch'"),
-    ({"name": "dsc", "square": "yes"}, "square must be true or false"),
+    ({"name": "tversky", "alpha": 1.5}, "tversky.alpha: Input should be less than or equal to 1"),
+    ({"name": "tversky", "beta": -0.1}, "tversky.beta: Input should be greater than or equal"),
+    ({"name": "dsc", "alpha": 2.0}, "dsc.alpha: Input should be less than or equal to 1"),
+    ({"name": "focal", "gamma": -1.0}, "focal.gamma: Input should be greater than or equal to 0"),
+    ({"name": "focal", "gamma": 1e308}, "focal.gamma: Input should be less than or equal to 100"),
+    ({"name": "dice", "smooth": -1.0}, "dice.smooth: Input should be greater than or equal to 0"),
+    ({"name": "dice", "scope": "batch"}, "dice.scope: Input should be 'example' or 'set'"),
+    ({"name": "dice", "classes": "max"}, "dice.classes: Input should be 'mean' or 'sum'"),
+    ({"name": "dsc", "square": "yes"}, "dsc.square: Input should be a valid boolean"),
     ({"name": "wce"}, "wce needs class_counts"),
-    ({"name": "wce", "class_counts": [10, 0]}, r"class_counts\[1\] must be a positive integer"),
-    ({"name": "wce", "class_counts": [10]}, "a count per class"),
+    (
+        {"name": "wce", "class_counts": [10, 0]},
+        "wce.class_counts.1: Input should be greater than 0",
+    ),
+    ({"name": "wce", "class_counts": [10]}, "one count per class"),
     # counts [90, 10], K = 0.5: w0 = log10(10/90 + 0.5) = log10(0.611) < 0
     ({"name": "wce", "class_counts": [90, 10], "k": 0.5}, "k=0.5 makes the weight of class 0"),
 ]
@@ -305,5 +364,6 @@ def test_loss_parameters_lists_defaults() -> None:
         "smooth": 1.0,
         "square": False,
         "scope": "example",
+        "classes": "mean",
     }
     assert loss_parameters("tversky")["beta"] == 0.5

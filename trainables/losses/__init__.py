@@ -1,11 +1,12 @@
 """The paper's six losses: ``ce``, ``wce``, ``focal``, ``dice``, ``tversky``, ``dsc``.
 
 Build one with :func:`build_loss` (``{"name": "dsc", "alpha": 0.1}``) and call it
-as ``loss(logits, target, mask=None)``. See docs/losses.md for the equations.
+as ``loss(logits, target, mask=None)``. The parameters' schema is
+``search_spaces.losses``; the math is here. See docs/losses.md for the equations.
 """
 
+from search_spaces.losses import OFFICIAL_RECIPES, loss_parameters
 from trainables.losses.functional import (
-    IGNORE_INDEX,
     ce_loss,
     dice_loss,
     dsc_loss,
@@ -13,6 +14,7 @@ from trainables.losses.functional import (
     tversky_loss,
     wce_loss,
 )
+from trainables.losses.inputs import IGNORE_INDEX
 from trainables.losses.modules import (
     CELoss,
     DiceLoss,
@@ -23,11 +25,12 @@ from trainables.losses.modules import (
     WCELoss,
     wce_weights,
 )
-from trainables.losses.registry import LOSSES, build_loss, loss_parameters
+from trainables.losses.registry import LOSSES, build_loss
 
 __all__ = [
     "IGNORE_INDEX",
     "LOSSES",
+    "OFFICIAL_RECIPES",
     "CELoss",
     "DSCLoss",
     "DiceLoss",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from search_spaces.losses import LossSpecError, supplied_by_data, validate_loss_spec
 from trainables.losses.modules import (
     CELoss,
     DiceLoss,
@@ -21,38 +21,25 @@ LOSSES: dict[str, type[DicesweepLoss]] = {
 }
 
 
-def loss_parameters(name: str) -> dict[str, Any]:
-    """The parameters of loss ``name`` with their defaults (``None`` where required)."""
-    cls = _lookup(name)
-    signature = inspect.signature(cls.__init__)
-    return {
-        param.name: (None if param.default is inspect.Parameter.empty else param.default)
-        for param in list(signature.parameters.values())[1:]
-    }
-
-
-def _lookup(name: object) -> type[DicesweepLoss]:
-    if not isinstance(name, str) or name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; valid: {', '.join(sorted(LOSSES))}")
-    return LOSSES[name]
-
-
-def build_loss(spec: Mapping[str, Any]) -> DicesweepLoss:
-    """Build a loss from ``{"name": ..., **params}``.
+def build_loss(
+    spec: Mapping[str, Any], *, class_counts: Sequence[int] | None = None
+) -> DicesweepLoss:
+    """Build a loss from ``{"name": ..., **params}``, validated by the schema in
+    ``search_spaces.losses``. ``class_counts`` (the training set's count per class)
+    reaches the losses that declare they need it (``wce``); others ignore it.
 
     Raises:
-        ValueError: no or an unknown ``name``, an unknown parameter (the message lists
-            the valid ones), or a value out of range (the message names the parameter
-            and the rule).
+        LossSpecError (a ValueError): no or an unknown ``name``, an unknown parameter
+            (the message lists the valid ones), a value out of range (the message names
+            the parameter and the rule), or a loss that needs ``class_counts`` without
+            them.
     """
-    if "name" not in spec:
-        raise ValueError(f"a loss spec needs a 'name'; valid: {', '.join(sorted(LOSSES))}")
-    params = dict(spec)
-    name = params.pop("name")
-    cls = _lookup(name)
-    valid = loss_parameters(name)
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        listed = ", ".join(sorted(valid)) or "none"
-        raise ValueError(f"unknown parameter(s) {unknown} for loss {name!r}; valid: {listed}")
-    return cls(**params)
+    name = spec.get("name")
+    supplied = {"class_counts": class_counts}
+    full = dict(spec)
+    for need in supplied_by_data(name) if isinstance(name, str) else ():
+        full.setdefault(need, supplied.get(need))
+        if full[need] is None:
+            raise LossSpecError(f"{name} needs {need}: per-class counts of the training set")
+    params = validate_loss_spec(full).model_dump(exclude={"name"})
+    return LOSSES[str(name)](**params)
