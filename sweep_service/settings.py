@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 from pydantic import Field
 
@@ -14,10 +15,16 @@ class ServiceSettings(DicesweepSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port
+    # Folders besides DICESWEEP_DATASETS_DIR that local data sets of REST
+    # submissions may lie in (JSON list: DICESWEEP_DATA_ROOTS='["/data/team"]').
+    data_roots: list[Path] = Field(default_factory=list)
     max_request_bytes: int = Field(1_000_000, ge=1024)  # bigger bodies get 413
     # A resolved spec is stored and sent to the cluster whole: larger ones get 413.
     max_spec_bytes: int = Field(256 * 1024, ge=1024)
     auth_cache_s: float = Field(5.0, ge=0)  # how long a key's owner is remembered; 0: never
+    # Threads that run request handlers (the store's connection pool holds as many,
+    # plus the reconciler's): more only queue on the GIL and the store (docs/benchmarks.md).
+    api_threads: int = Field(8, ge=1, le=256)
     access_log: bool = False  # a log line per HTTP request (GET /metrics counts them anyway)
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often

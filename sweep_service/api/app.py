@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
+from anyio import to_thread
 from fastapi import FastAPI
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
@@ -37,7 +39,14 @@ def create_app(
     ``settings.mlflow_tracking_uri``). Nothing is started or connected here; the
     store must already be migrated (``sweep_service.store.upgrade``)."""
 
-    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION)
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Sync handlers run on AnyIO's thread pool (40 threads by default); the API's
+        # one concurrency setting caps it (docs/benchmarks.md shows why).
+        to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
+        yield
+
+    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     metrics = ApiMetrics()
     app.state.services = Services(
         settings=settings,
