@@ -1,14 +1,15 @@
-"""Submission checks that need more than the spec itself: the data sets' files under
-the data-sets root, the model path, the size of the resolved spec. The service runs
-them before it stores a sweep, ``dicesweep run`` before it starts one.
+"""Submission checks that need more than the spec itself: the data sets' files (under
+the data-sets root, or a local folder), the model path, the size of the resolved spec.
+The service runs them before it stores a sweep, ``dicesweep run`` before it starts one.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from search_spaces.datasets import Split, get_dataset, resolve_inside
+from search_spaces.datasets import LocalDataset, Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue
 from search_spaces.spec import SweepSpec
 
@@ -16,22 +17,55 @@ from search_spaces.spec import SweepSpec
 TRIAL_SPLITS: tuple[Split, ...] = ("train", "eval")
 
 
-def dataset_issues(spec: SweepSpec, datasets_dir: Path) -> list[SpecIssue]:
-    """One issue per data set of ``spec`` whose trial files are missing or lie outside
-    ``datasets_dir``. Messages name the data set and its path relative to the folder,
-    never where the folder is."""
+def dataset_issues(
+    spec: SweepSpec, datasets_dir: Path, roots: Sequence[Path] | None = None
+) -> list[SpecIssue]:
+    """One issue per data set of ``spec`` whose trial files are missing or not allowed.
+
+    Catalogue files must lie under ``datasets_dir``. A local folder must hold a train
+    and a dev (or validation) file of its format; with ``roots`` (the service) it must
+    also lie under one of them once every symlink is followed, and may not name
+    ``..``; without (the command line) any folder is read. Messages name the data
+    set and its path as the spec gave it, never where the data-sets folder is.
+    """
     issues = []
-    for index, name in enumerate(spec.task.dataset):
+    for index, dataset in enumerate(spec.task.dataset):
+        path = f"task.dataset[{index}]"
+        if isinstance(dataset, LocalDataset):
+            problem = _local_problem(dataset, datasets_dir, roots)
+            if problem is not None:
+                issues.append(SpecIssue(f"{path}.path", f"data set {dataset.label!r}: {problem}"))
+            continue
         for split in TRIAL_SPLITS:
-            relative = get_dataset(name).files.get(split)
+            relative = get_dataset(dataset).files.get(split)
             if relative is None:
                 continue
             problem = _file_problem(datasets_dir, relative)
             if problem is not None:
-                path = f"task.dataset[{index}]"
-                issues.append(SpecIssue(path, f"data set {name!r}: {relative} {problem}"))
+                issues.append(SpecIssue(path, f"data set {dataset!r}: {relative} {problem}"))
                 break
     return issues
+
+
+def _local_problem(
+    dataset: LocalDataset, datasets_dir: Path, roots: Sequence[Path] | None
+) -> str | None:
+    if roots is not None:
+        if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
+            return "'..' is not allowed in a data set path"
+        folder = dataset.folder(datasets_dir).resolve()
+        if not any(folder.is_relative_to(root.resolve()) for root in roots):
+            return (
+                f"{dataset.path} is not under the data-sets folder or another allowed root "
+                "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
+            )
+    if not dataset.folder(datasets_dir).is_dir():
+        return f"{dataset.path} is not a folder"
+    found = dataset.split_files(datasets_dir)
+    for split in TRIAL_SPLITS:
+        if split not in found:
+            return f"{dataset.path} has no {split} file (one of: {dataset.expected_files(split)})"
+    return None
 
 
 def _file_problem(datasets_dir: Path, relative: str) -> str | None:

@@ -14,9 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from search_spaces.datasets import (
     DATASETS,
     VARIANTS,
+    DatasetRef,
     TaskKind,
     UnknownDatasetError,
     Variant,
+    dataset_label,
     get_dataset,
 )
 from search_spaces.errors import rule_error
@@ -34,35 +36,39 @@ class Section(BaseModel):
 
 
 class TaskSpec(Section):
-    """Which data: one or more catalogue data sets and Table 8 variants (a grid of both),
-    each given as a name or a list of names.
+    """Which data: one or more data sets and Table 8 variants (a grid of both), each
+    given as one value or a list.
 
-    ``kind`` is optional; given, every data set must be of that kind. Variants other
-    than ``original`` exist only for binary data sets.
+    A data set is a catalogue name or a local folder ``{path, format}``
+    (``search_spaces.datasets.LocalDataset``). ``kind`` is optional for catalogue
+    names (given, every data set must be of that kind) and required with a local
+    folder. Variants other than ``original`` exist only for binary data sets.
     """
 
     kind: TaskKind | None = None
-    dataset: list[str]  # a single name is read as a one-element list
+    dataset: list[DatasetRef]  # a single one is read as a one-element list
     variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
 
     @field_validator("dataset", "variant", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        return [value] if isinstance(value, str | dict) else value
 
     @field_validator("dataset")
     @classmethod
-    def _known_unique(cls, names: list[str]) -> list[str]:
-        if not names:
+    def _known_unique(cls, datasets: list[DatasetRef]) -> list[DatasetRef]:
+        if not datasets:
             raise rule_error("at least one data set is needed")
-        for name in names:
-            try:
-                get_dataset(name)
-            except UnknownDatasetError as error:
-                raise rule_error(str(error)) from None
-        if len(set(names)) < len(names):
-            raise rule_error(f"data sets repeat: {names}")
-        return names
+        for dataset in datasets:
+            if isinstance(dataset, str):
+                try:
+                    get_dataset(dataset)
+                except UnknownDatasetError as error:
+                    raise rule_error(str(error)) from None
+        labels = [dataset_label(dataset) for dataset in datasets]
+        if len(set(labels)) < len(labels):
+            raise rule_error(f"data sets repeat (give local ones distinct names): {labels}")
+        return datasets
 
     @field_validator("variant")
     @classmethod
@@ -73,19 +79,35 @@ class TaskSpec(Section):
 
     @model_validator(mode="after")
     def _matches_catalogue(self) -> TaskSpec:
-        for name in self.dataset:
-            kind = DATASETS[name].kind
+        for dataset in self.dataset:
+            if not isinstance(dataset, str):
+                if self.kind is None:
+                    raise rule_error(
+                        "a local data set needs task.kind (pi, ner, pos or mrc)", "kind"
+                    )
+                continue
+            kind = DATASETS[dataset].kind
             if self.kind is not None and kind != self.kind:
-                raise rule_error(f"{name} is a {kind!r} data set, not {self.kind!r}", "kind")
-        non_binary = [name for name in self.dataset if not DATASETS[name].binary]
+                raise rule_error(f"{dataset} is a {kind!r} data set, not {self.kind!r}", "kind")
+        non_binary = [dataset_label(d) for d in self.dataset if not self.is_binary(d)]
         if non_binary and self.variant != ["original"]:
-            binary = sorted(name for name, info in DATASETS.items() if info.binary)
             raise rule_error(
-                f"the Table 8 variants apply to binary data sets only ({', '.join(binary)}); "
-                f"{', '.join(non_binary)} take 'original'",
+                "the Table 8 variants apply to binary data sets only (pi: mrpc, qqp or a local "
+                f"pairs set); {', '.join(non_binary)} take 'original'",
                 "variant",
             )
         return self
+
+    def kind_of(self, dataset: DatasetRef) -> TaskKind:
+        """The task kind of one of the spec's data sets."""
+        if isinstance(dataset, str):
+            return DATASETS[dataset].kind
+        assert self.kind is not None  # checked when the spec was read
+        return self.kind
+
+    def is_binary(self, dataset: DatasetRef) -> bool:
+        """Whether the Table 8 variants apply (binary classification)."""
+        return DATASETS[dataset].binary if isinstance(dataset, str) else self.kind == "pi"
 
 
 class TrainingSpec(Section):
@@ -183,7 +205,8 @@ class TrialConfig(Section):
     The sweep's driver logs what the trial reports (``trainables.driver.tracking``)."""
 
     sweep_id: str
-    dataset: str
+    dataset: DatasetRef
+    kind: TaskKind | None = None  # needed by a local data set; a catalogue name has its own
     variant: Variant
     model: str = Field(min_length=1)
     loss: LossSpec
@@ -192,17 +215,24 @@ class TrialConfig(Section):
 
     @field_validator("dataset")
     @classmethod
-    def _known(cls, value: str) -> str:
-        try:
-            get_dataset(value)
-        except UnknownDatasetError as error:
-            raise rule_error(str(error)) from None
+    def _known(cls, value: DatasetRef) -> DatasetRef:
+        if isinstance(value, str):
+            try:
+                get_dataset(value)
+            except UnknownDatasetError as error:
+                raise rule_error(str(error)) from None
         return value
 
     @model_validator(mode="after")
     def _variant_of_a_binary_set(self) -> TrialConfig:
-        if self.variant != "original" and not DATASETS[self.dataset].binary:
+        task = TaskSpec(kind=self.kind, dataset=[self.dataset])
+        if self.variant != "original" and not task.is_binary(self.dataset):
             raise rule_error(
-                f"{self.dataset} is not binary: its only variant is 'original'", "variant"
+                f"{dataset_label(self.dataset)} is not binary: its only variant is 'original'",
+                "variant",
             )
         return self
+
+    @property
+    def task_kind(self) -> TaskKind:
+        return TaskSpec(kind=self.kind, dataset=[self.dataset]).kind_of(self.dataset)

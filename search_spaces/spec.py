@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from search_spaces.datasets import DATASETS
+from search_spaces.datasets import dataset_label
 from search_spaces.errors import SpecError, SpecIssue, rule_error
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
@@ -172,7 +172,11 @@ def _check_sampled(spec: SweepSpec) -> None:
 def _check_metric(spec: SweepSpec) -> None:
     if spec.search.metric != "eval_exact_match":
         return
-    other = [name for name in spec.task.dataset if DATASETS[name].kind != "mrc"]
+    other = [
+        dataset_label(dataset)
+        for dataset in spec.task.dataset
+        if spec.task.kind_of(dataset) != "mrc"
+    ]
     if other:
         raise rule_error(
             f"eval_exact_match exists for mrc data sets only, not {other}", "search.metric"

@@ -33,6 +33,7 @@ from ray.tune.search import Repeater, Searcher
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.repeater import TRIAL_INDEX
 
+from search_spaces.datasets import DatasetRef
 from search_spaces.loss_entries import (
     Choice,
     LogUniform,
@@ -201,7 +202,8 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
 
     space: dict[str, Any] = {
         "sweep_id": sweep_id,
-        "dataset": grid(list(spec.task.dataset)),
+        "dataset": grid([_plain(dataset) for dataset in spec.task.dataset]),
+        "kind": spec.task.kind,
         "variant": grid(list(spec.task.variant)),
         "model": spec.model,
     }
@@ -212,6 +214,11 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
         space["loss"] = _sampled_loss(spec.search_space.losses[0])
     space["training"] = spec.training.model_dump()
     return space
+
+
+def _plain(dataset: DatasetRef) -> Any:
+    """A catalogue name, or a local data set as a plain dict (Tune copies configs)."""
+    return dataset if isinstance(dataset, str) else dataset.model_dump(exclude_none=True)
 
 
 def _sampled_loss(entry: LossEntry) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from search_spaces.datasets import get_dataset
+from search_spaces.datasets import dataset_info, get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE, Reporter, fit
@@ -42,7 +42,7 @@ def run_trial(
     trial = parse_config(config)
     training = trial.training
     request = DataRequest(
-        dataset=trial.dataset,
+        dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir),
         variant=trial.variant,
         model=trial.model,
         max_seq_length=training.max_seq_length,

@@ -14,14 +14,14 @@ import os
 import pickle
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from search_spaces.datasets import DatasetInfo, get_dataset
+from search_spaces.datasets import DatasetInfo
 from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split
 from trainables.data.variants import make_variant
 from trainables.modeling import TINY_BERT, load_tokenizer, tiny_tokenizer, tokenizer_fingerprint
@@ -37,7 +37,7 @@ CAP_SEED = 0
 class DataRequest:
     """What a trial asks for (all of it is part of the cache key)."""
 
-    dataset: str
+    dataset: DatasetInfo  # search_spaces.datasets.dataset_info: a catalogue entry or a folder
     variant: str
     model: str
     max_seq_length: int
@@ -80,29 +80,32 @@ def _texts(examples: Sequence[Any]) -> list[str]:
 
 
 def _read(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
-    train = load_split(request.dataset, "train", datasets_dir)
+    info = request.dataset
+    train = load_split(info, "train", datasets_dir)
     if request.variant != "original":
-        info = get_dataset(request.dataset)
         if not info.binary:
             raise ValueError(
-                f"variant {request.variant!r} needs a binary data set; {request.dataset!r} is "
-                f"{info.kind}"
+                f"variant {request.variant!r} needs a binary data set; {info.name!r} is {info.kind}"
             )
         pairs = [e for e in train if isinstance(e, PairExample)]
         train = list(make_variant(pairs, request.variant, seed=VARIANT_SEED))
-    evaluation = load_split(request.dataset, "eval", datasets_dir)
+    evaluation = load_split(info, "eval", datasets_dir)
     return _cap(train, request.max_train_examples), _cap(evaluation, request.max_eval_examples)
 
 
 def _labels(info: DatasetInfo, datasets_dir: Path) -> list[str]:
-    return [] if info.kind == "mrc" else label_list(info.name, datasets_dir)
+    return [] if info.kind == "mrc" else label_list(info, datasets_dir)
 
 
 def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTrainedTokenizerBase:
     if request.model != TINY_BERT:
         return load_tokenizer(request.model)
     key = _digest(
-        {"dataset": request.dataset, "variant": request.variant, "cap": request.max_train_examples}
+        {
+            "dataset": asdict(request.dataset),
+            "variant": request.variant,
+            "cap": request.max_train_examples,
+        }
     )
     return tiny_tokenizer(_texts(train), cache_dir, key)
 
@@ -133,20 +136,20 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
         UnknownDatasetError, FileNotFoundError, ValueError: from the readers and
             variants, naming the data set and the rule.
     """
-    info = get_dataset(request.dataset)
+    info = request.dataset
     train, evaluation = _read(request, datasets_dir)
     task = build_task(info.kind, _labels(info, datasets_dir))
     tokenizer = _tokenizer(request, train, cache_dir)
     options = EncodeOptions(request.max_seq_length, request.doc_stride)
     key = _digest(
         {
-            "request": request.__dict__,
+            "request": asdict(request),
             "tokenizer": tokenizer_fingerprint(tokenizer),
             "labels": task.labels,
             "format": 1,
         }
     )
-    folder = cache_dir / "features" / f"{request.dataset}-{key}"
+    folder = cache_dir / "features" / f"{info.name}-{key}"
     train_features = _cached(
         folder / "train.pkl", lambda: task.encode(train, tokenizer, options, training=True)
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.datasets import dataset_label
 from search_spaces.reports.formats import STATS, format_value, ordered
 
 METRICS = (
@@ -43,7 +44,7 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
         "loss": loss_label(loss),
         "loss_name": loss["name"],
         **{f"param_{key}": value for key, value in loss.items() if key != "name"},
-        "dataset": config["dataset"],
+        "dataset": dataset_label(config["dataset"]),
         "variant": config["variant"],
         "seed": config["seed"],
         **{name: metrics[name] for name in METRICS if name in metrics},

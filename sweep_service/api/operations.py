@@ -28,7 +28,8 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
 
     Raises:
         SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
-            whose files are not under ``settings.datasets_dir``, or a model path that
+            whose files are missing or not under ``settings.datasets_dir`` (local folders:
+            or ``settings.data_roots``), or a model path that
             leaves the workers' folder.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
@@ -40,7 +41,9 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
             f"the resolved spec has {size} bytes; the limit is {settings.max_spec_bytes} "
             "(DICESWEEP_MAX_SPEC_BYTES)",
         )
-    issues = model_path_issues(resolved) + dataset_issues(resolved, _datasets_dir(settings))
+    datasets_dir = _datasets_dir(settings)
+    roots = [datasets_dir, *settings.data_roots]
+    issues = model_path_issues(resolved) + dataset_issues(resolved, datasets_dir, roots)
     if issues:
         raise SpecError(issues)
     return SweepDraft.from_spec(submitted, resolved)

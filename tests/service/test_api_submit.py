@@ -206,3 +206,62 @@ def test_the_stored_sweep_keeps_the_spec_as_submitted(
     stored = get_sweep(session, alice.id, created["id"])
     assert stored.spec == spec
     assert stored.resolved_spec["seeds"] == [3, 4]
+
+
+def _own_data(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for name in ("train.conll", "dev.conll"):
+        (folder / name).write_text("EU B-ORG\nrejects O\n\nPeter B-PER\n")
+    return folder
+
+
+def _own_spec(path: str) -> dict[str, Any]:
+    return {
+        "extends": "smoke",
+        "task": {
+            "kind": "ner",
+            "dataset": {"path": path, "format": "conll"},
+            "variant": "original",
+        },
+    }
+
+
+def test_a_local_data_set_under_the_data_roots_is_accepted(
+    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(data_roots=[tmp_path / "team"])
+    inside = _own_data(Path(api.settings.datasets_dir or "") / "my_ner")
+    other_root = _own_data(tmp_path / "team" / "their_ner")
+    for path in ("my_ner", str(inside), str(other_root)):
+        accepted = api.client.post("/v1/sweeps", json=_own_spec(path))
+        assert accepted.status_code == 201, accepted.text
+    assert stored_sweeps(session_factory) == 3
+
+
+@pytest.mark.parametrize(
+    ("where", "rule"),
+    [
+        ("dotdot", "'..' is not allowed"),
+        ("absolute", "is not under the data-sets folder or another allowed root"),
+        ("symlink", "symlinks are followed"),
+        ("missing", "is not a folder"),
+    ],
+)
+def test_a_local_data_set_outside_the_roots_is_refused(
+    api: Api, tmp_path: Path, session_factory: sessionmaker[Session], where: str, rule: str
+) -> None:
+    outside = _own_data(tmp_path / "outside")
+    root = Path(api.settings.datasets_dir or "")
+    (root / "link").symlink_to(outside)
+    path = {
+        "dotdot": "../outside",
+        "absolute": str(outside),
+        "symlink": "link",
+        "missing": "not_there",
+    }[where]
+    refused = api.client.post("/v1/sweeps", json=_own_spec(path))
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
+    assert rule in issue["msg"]
+    assert stored_sweeps(session_factory) == 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from ray.tune import Callback
 
+from search_spaces.datasets import dataset_label
 from search_spaces.reports import loss_label
 
 
@@ -34,7 +35,7 @@ class SweepProgress(Callback):
             self.best = (
                 float(value),
                 f"{loss_label(config['loss'])} seed={config['seed']} "
-                f"{config['dataset']}/{config['variant']}",
+                f"{dataset_label(config['dataset'])}/{config['variant']}",
             )
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:

@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from search_spaces.checks import dataset_issues
+from search_spaces.datasets import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
@@ -87,7 +89,7 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
         "preset": spec.extends or "",
         "trials": trial_count(spec),
         "model": spec.model,
-        "datasets": ",".join(spec.task.dataset),
+        "datasets": ",".join(dataset_label(dataset) for dataset in spec.task.dataset),
         "variants": ",".join(spec.task.variant),
         "seeds": ",".join(map(str, spec.seeds)),
         "search": spec.search.algorithm,
@@ -237,7 +239,25 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
     if args.resolved_spec:
         return validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
     raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
-    return resolve_spec(raw, max_trials=settings.max_trials)
+    spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))
+    # The service's checks, before anything starts; any local folder may be read here.
+    issues = dataset_issues(spec, settings.datasets_dir)
+    if issues:
+        raise SpecError(issues)
+    return spec
+
+
+def with_absolute_folders(spec: SweepSpec) -> SweepSpec:
+    """``spec`` with its local data sets' relative paths taken from the current
+    folder (the trials run in other folders)."""
+    datasets = [
+        dataset.model_copy(update={"path": str(Path(dataset.path).expanduser().absolute())})
+        if isinstance(dataset, LocalDataset)
+        else dataset
+        for dataset in spec.task.dataset
+    ]
+    task = spec.task.model_copy(update={"dataset": datasets})
+    return spec.model_copy(update={"task": task})
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
+from search_spaces.datasets import dataset_label
 from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
@@ -37,7 +38,7 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
         "dicesweep.loss": str(loss["name"]),
         LOSS_LABEL_TAG: loss_label(loss),
         "dicesweep.seed": str(trial.seed),
-        "dicesweep.dataset": trial.dataset,
+        "dicesweep.dataset": dataset_label(trial.dataset),
         "dicesweep.variant": trial.variant,
         "dicesweep.model": trial.model,
     }
@@ -48,7 +49,7 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
     loss = trial.loss.model_dump(exclude_none=True)
     params = {"loss": str(loss.pop("name"))}
     params.update({f"loss.{key}": str(value) for key, value in loss.items()})
-    params.update(dataset=trial.dataset, variant=trial.variant, model=trial.model)
+    params.update(dataset=dataset_label(trial.dataset), variant=trial.variant, model=trial.model)
     params["seed"] = str(trial.seed)
     for key, value in trial.training.model_dump().items():
         params[f"training.{key}"] = str(value)
