@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+from search_spaces.datasets import get_dataset
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
@@ -107,13 +108,13 @@ def test_crashed_trial_resumes_mid_epoch_to_the_same_result(
 
 
 def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) -> None:
-    request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, None)
+    request = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 32, 128, None, None)
     first = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
     cached = sorted((toy_home.cache_dir / "features").glob("conll2003-*/train.pkl"))
     assert cached
     second = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
     assert first.train_features == second.train_features
-    longer = DataRequest("conll2003", "original", "tiny-bert", 48, 128, None, None)
+    longer = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 48, 128, None, None)
     load_trial_data(longer, toy_home.datasets_dir, toy_home.cache_dir)
     assert (
         len(list((toy_home.cache_dir / "features").glob("conll2003-*/train.pkl")))
@@ -122,7 +123,7 @@ def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) ->
 
 
 def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> None:
-    request = DataRequest("conll2003", "original", "tiny-bert", 32, 128, None, 5)
+    request = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 32, 128, None, 5)
     data = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)
     for feature, example in zip(data.eval_features, data.eval_examples, strict=True):
         labelled = [tag for tag in feature["labels"] if tag != -100]
@@ -132,14 +133,14 @@ def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> N
 
 @pytest.mark.data
 def test_wce_counts_come_from_the_variant_in_use(datasets_dir: Path, tmp_path: Path) -> None:
-    request = DataRequest("mrpc", "-negative", "tiny-bert", 32, 128, None, 10)
+    request = DataRequest(get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10)
     data = load_trial_data(request, datasets_dir, tmp_path)
     assert data.task.class_counts(data.train_features) == [1194, 1194]  # down-sampled 50/50
 
 
 @pytest.mark.data
 def test_mrc_windows_point_at_the_answer_text(datasets_dir: Path, tmp_path: Path) -> None:
-    request = DataRequest("squad_v1", "original", "tiny-bert", 96, 32, 40, 20)
+    request = DataRequest(get_dataset("squad_v1"), "original", "tiny-bert", 96, 32, 40, 20)
     data = load_trial_data(request, datasets_dir, tmp_path)
     features = data.task.encode(
         data.eval_examples, data.tokenizer, EncodeOptions(96, 32), training=False
