@@ -18,8 +18,7 @@ from search_spaces.datasets import LocalDataset, dataset_info
 from search_spaces.errors import SpecError
 from search_spaces.presets import resolve_spec
 from tests.trainables.test_sweep import environment, runs
-from trainables.data import PairExample, QAExample, TaggedSentence, load_split
-from trainables.data.readers import label_list, to_iob2
+from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split, to_iob2
 
 CLI = [sys.executable, "-m", "sweep_service.cli"]
 

@@ -2,15 +2,15 @@
 
 from trainables.data.examples import Answer, Example, PairExample, QAExample, TaggedSentence
 from trainables.data.hub import load_from_hub
+from trainables.data.loading import label_list, load_split, tag_inventory
+from trainables.data.own_formats import read_jsonl, read_pairs_tsv
 from trainables.data.readers import (
-    label_list,
-    load_split,
     read_conll2003,
     read_conllu,
     read_glue_tsv,
     read_squad,
     split_squad_by_article,
-    tag_inventory,
+    to_iob2,
 )
 from trainables.data.variants import (
     VARIANT_NAMES,
@@ -37,7 +37,10 @@ __all__ = [
     "read_conll2003",
     "read_conllu",
     "read_glue_tsv",
+    "read_jsonl",
+    "read_pairs_tsv",
     "read_squad",
     "split_squad_by_article",
     "tag_inventory",
+    "to_iob2",
 ]

@@ -1,9 +1,7 @@
-"""Readers for the local data-set formats, and the catalogue-driven ``load_split``.
-
-One reader per ``FileFormat`` of ``search_spaces.datasets``: GLUE TSV (MRPC and
-QQP), CoNLL-2003 (any ``token ... tag`` file), CoNLL-U, SQuAD v1.1 JSON, pairs TSV
-and JSON lines. Each reads a whole file into the
-example types of ``trainables.data.examples``; malformed input raises
+"""Readers of the catalogue's file formats: GLUE TSV (MRPC and QQP), CoNLL-2003 (any
+``token ... tag`` file), CoNLL-U and SQuAD v1.1 JSON (``trainables.data.own_formats``
+has the others; ``trainables.data.loading`` picks one by format). Each reads a whole
+file into the example types of ``trainables.data.examples``; malformed input raises
 ``ValueError`` naming the file, the line and the rule it breaks.
 """
 
@@ -13,12 +11,10 @@ import csv
 import json
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from search_spaces.datasets import DatasetInfo, FileFormat, Split, get_dataset, resolve_inside
-from trainables.data.examples import Answer, Example, PairExample, QAExample, TaggedSentence
+from trainables.data.examples import Answer, PairExample, QAExample, TaggedSentence
 
 logger = logging.getLogger(__name__)
 
@@ -203,89 +199,6 @@ def split_squad_by_article(
     return train, evaluation
 
 
-def read_pairs_tsv(path: Path) -> list[PairExample]:
-    """Read a sentence-pair TSV: a header naming ``label``, ``text_a`` and ``text_b``
-    (other columns are ignored; an ``id`` column names the pairs), or the MRPC/QQP
-    layouts. Labels are 0 (negative) and 1 (positive).
-
-    Raises:
-        ValueError: a header without the three columns, or a row with a label other
-            than 0/1 or a missing text, naming the line.
-    """
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = tuple(next(rows, ()))
-        if header in (MRPC_HEADER, QQP_HEADER):
-            return read_glue_tsv(path)
-        missing = [name for name in ("label", "text_a", "text_b") if name not in header]
-        if missing:
-            raise ValueError(
-                f"{path}:1: a pairs TSV header needs the columns label, text_a and text_b "
-                f"(missing: {', '.join(missing)}), or the MRPC/QQP header; got {header!r}"
-            )
-        examples = []
-        for line_no, row in enumerate(rows, start=2):
-            if not any(row):
-                continue
-            record = dict(zip(header, row, strict=False))
-            examples.append(_pair(path, line_no, record))
-    return examples
-
-
-def _pair(path: Path, line_no: int, record: dict[str, Any]) -> PairExample:
-    label, text_a, text_b = (record.get(k) for k in ("label", "text_a", "text_b"))
-    if str(label) not in ("0", "1") or not text_a or not text_b:
-        raise ValueError(
-            f"{path}:{line_no}: a pair needs label 0 or 1 and two non-empty texts; "
-            f"got label {label!r}"
-        )
-    return PairExample(str(record.get("id", line_no)), str(text_a), str(text_b), int(label))
-
-
-def read_jsonl(path: Path) -> list[Example]:
-    """Read one example a line, its fields saying its kind:
-
-    - pairs (``pi``): ``{"text_a": ..., "text_b": ..., "label": 0 or 1}``
-    - tagging (``ner``, ``pos``): ``{"tokens": [...], "tags": [...]}``
-    - reading comprehension (``mrc``): ``{"id", "question", "context",
-      "answers": [{"text", "answer_start"}]}`` (``title`` optional)
-
-    Raises:
-        ValueError: a line that is not a JSON object of one of those shapes.
-    """
-    examples: list[Example] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_no}: not JSON ({error.msg})") from None
-            examples.append(_record_example(path, line_no, record))
-    return examples
-
-
-def _record_example(path: Path, line_no: int, record: Any) -> Example:
-    if isinstance(record, dict) and "tokens" in record:
-        tokens, tags = record["tokens"], record.get("tags")
-        if not isinstance(tokens, list) or not isinstance(tags, list) or len(tokens) != len(tags):
-            raise ValueError(f"{path}:{line_no}: 'tokens' and 'tags' must be lists of one length")
-        return TaggedSentence([str(t) for t in tokens], to_iob2([str(t) for t in tags]))
-    if isinstance(record, dict) and "question" in record:
-        answers = [Answer(a["text"], int(a["answer_start"])) for a in record.get("answers", [])]
-        title = str(record.get("title", record.get("id", line_no)))
-        return QAExample(
-            str(record.get("id", line_no)), title, record["context"], record["question"], answers
-        )
-    if isinstance(record, dict) and "text_a" in record:
-        return _pair(path, line_no, record)
-    raise ValueError(
-        f"{path}:{line_no}: a line needs 'text_a'/'text_b'/'label' (pairs), 'tokens'/'tags' "
-        "(tagging) or 'question'/'context'/'answers' (reading comprehension)"
-    )
-
-
 def to_iob2(tags: Sequence[str]) -> list[str]:
     """Entity tags in IOB2 (every entity starts with ``B-``), from IOB1 (``I-`` starts an
     entity unless it follows the same type), IOB2, BIOES or BMES. Other tags (POS) are
@@ -304,86 +217,3 @@ def to_iob2(tags: Sequence[str]) -> list[str]:
         converted.append(f"{'B' if begins else 'I'}-{kind}")
         previous = tag
     return converted
-
-
-READERS: dict[FileFormat, Callable[[Path], Sequence[Example]]] = {
-    "glue_tsv": read_glue_tsv,
-    "conll2003": read_conll2003,
-    "conllu": read_conllu,
-    "squad_json": read_squad,
-    "pairs_tsv": read_pairs_tsv,
-    "jsonl": read_jsonl,
-}
-
-
-def load_split(dataset: DatasetInfo | str, split: Split, datasets_dir: Path) -> list[Example]:
-    """Read one split of a data set: a catalogue name or entry, read from the data-sets
-    folder, or a local folder's description (``search_spaces.datasets.dataset_info``).
-
-    For a set with ``split_by_article_from`` (SQuAD v1.1) train and eval are the
-    two sides of ``split_by_article_from``'s by-article split at the defaults.
-
-    Raises:
-        UnknownDatasetError: ``name`` is not in the catalogue.
-        ValueError: the data set has no such split (the message lists its splits).
-        FileNotFoundError: the file is missing; the message names the data set,
-            the expected path and the setting ``DICESWEEP_DATASETS_DIR``.
-    """
-    info = get_dataset(dataset) if isinstance(dataset, str) else dataset
-    if split not in info.files:
-        raise ValueError(
-            f"data set {info.name!r} has no {split!r} split; available: {', '.join(info.files)}"
-        )
-    relative = info.split_by_article_from or info.files[split]
-    path = _existing_file(info, split, datasets_dir, relative)
-    examples = list(READERS[info.file_format](path))
-    if info.split_by_article_from is None:
-        return examples
-    questions = [example for example in examples if isinstance(example, QAExample)]
-    train, evaluation = split_squad_by_article(questions)
-    return list(train if split == "train" else evaluation)
-
-
-def _existing_file(info: DatasetInfo, split: Split, datasets_dir: Path, relative: str) -> Path:
-    path = Path(relative) if info.local else resolve_inside(datasets_dir, relative)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"data set {info.name!r} ({split} split): file not found at {path}; "
-            f"set DICESWEEP_DATASETS_DIR to the folder that holds {relative!r} "
-            f"(now {datasets_dir})"
-        )
-    return path
-
-
-def label_list(dataset: DatasetInfo | str, datasets_dir: Path) -> list[str]:
-    """The label names of a data set, index = class id.
-
-    Paraphrase sets: the catalogue's labels (``["0", "1"]``). Tagging sets: the
-    tag inventory of the local train split (see ``tag_inventory``).
-
-    Raises:
-        ValueError: a span-extraction (``mrc``) set, which has no label list.
-        FileNotFoundError: as ``load_split``.
-    """
-    info = get_dataset(dataset) if isinstance(dataset, str) else dataset
-    if info.kind == "pi":
-        return list(info.labels)
-    if info.kind == "mrc":
-        raise ValueError(f"data set {info.name!r} is span extraction (mrc): it has no label list")
-    sentences = [
-        s for s in load_split(info, "train", datasets_dir) if isinstance(s, TaggedSentence)
-    ]
-    return tag_inventory(sentences, outside_first=info.kind == "ner")
-
-
-def tag_inventory(sentences: Sequence[TaggedSentence], outside_first: bool = False) -> list[str]:
-    """The sorted set of tags in ``sentences``; with ``outside_first``, ``"O"`` leads.
-
-    NER keeps ``"O"`` at index 0 so that the majority "no entity" class has a
-    fixed id whatever the entity types.
-    """
-    tags = sorted({tag for sentence in sentences for tag in sentence.tags})
-    if outside_first and "O" in tags:
-        tags.remove("O")
-        tags.insert(0, "O")
-    return tags
