@@ -205,6 +205,11 @@ def dataset_label(dataset: DatasetRef | dict) -> str:
     return dataset if isinstance(dataset, str) else dataset.label
 
 
+def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:
+    """Whether the Table 8 variants apply: a binary catalogue set, or a local pairs set."""
+    return DATASETS[dataset].binary if isinstance(dataset, str) else kind == "pi"
+
+
 def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path) -> DatasetInfo:
     """The catalogue's entry of a name, or the description of a local folder (its
     ``kind`` given by the spec). Local files are absolute paths in ``files``.
@@ -225,7 +230,7 @@ def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path)
         files=files,
         hub_id="",
         description=f"local {dataset.format} data set at {dataset.path}",
-        binary=kind == "pi",
+        binary=is_binary(dataset, kind),
         labels=("0", "1") if kind == "pi" else (),
         local=True,
     )

@@ -20,6 +20,7 @@ from search_spaces.datasets import (
     Variant,
     dataset_label,
     get_dataset,
+    is_binary,
 )
 from search_spaces.errors import rule_error
 from search_spaces.losses import LossSpec
@@ -89,7 +90,7 @@ class TaskSpec(Section):
             kind = DATASETS[dataset].kind
             if self.kind is not None and kind != self.kind:
                 raise rule_error(f"{dataset} is a {kind!r} data set, not {self.kind!r}", "kind")
-        non_binary = [dataset_label(d) for d in self.dataset if not self.is_binary(d)]
+        non_binary = [dataset_label(d) for d in self.dataset if not is_binary(d, self.kind)]
         if non_binary and self.variant != ["original"]:
             raise rule_error(
                 "the Table 8 variants apply to binary data sets only (pi: mrpc, qqp or a local "
@@ -104,10 +105,6 @@ class TaskSpec(Section):
             return DATASETS[dataset].kind
         assert self.kind is not None  # checked when the spec was read
         return self.kind
-
-    def is_binary(self, dataset: DatasetRef) -> bool:
-        """Whether the Table 8 variants apply (binary classification)."""
-        return DATASETS[dataset].binary if isinstance(dataset, str) else self.kind == "pi"
 
 
 class TrainingSpec(Section):
@@ -225,14 +222,9 @@ class TrialConfig(Section):
 
     @model_validator(mode="after")
     def _variant_of_a_binary_set(self) -> TrialConfig:
-        task = TaskSpec(kind=self.kind, dataset=[self.dataset])
-        if self.variant != "original" and not task.is_binary(self.dataset):
+        if self.variant != "original" and not is_binary(self.dataset, self.kind):
             raise rule_error(
                 f"{dataset_label(self.dataset)} is not binary: its only variant is 'original'",
                 "variant",
             )
         return self
-
-    @property
-    def task_kind(self) -> TaskKind:
-        return TaskSpec(kind=self.kind, dataset=[self.dataset]).kind_of(self.dataset)

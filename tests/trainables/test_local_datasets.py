@@ -212,6 +212,20 @@ def test_folder_checks_name_the_field_and_the_rule(tmp_path: Path) -> None:
 
 # --- end to end through ``dicesweep run`` -------------------------------------------------
 
+
+def dicesweep_run(folder: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess:
+    """``dicesweep run spec.yaml FLAGS`` in ``folder``, its output captured."""
+    return subprocess.run(
+        [*CLI, "run", "spec.yaml", *flags],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
 RUN_TRAINING = {
     "epochs": 1,
     "learning_rate": 2.0e-3,
@@ -247,15 +261,7 @@ def test_dicesweep_run_trains_on_a_local_folder(
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     # A relative path is read from the current folder; the data-sets folder is elsewhere.
     env = environment(short_home, tmp_path / "no-catalogue-here")
-    result = subprocess.run(
-        [*CLI, "run", "spec.yaml", "--sweep-id", f"own-{kind}", "--num-cpus", "2"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = dicesweep_run(tmp_path, env, "--sweep-id", f"own-{kind}", "--num-cpus", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{short_home / 'mlflow.db'}")
     (trial,) = runs(client, f"own-{kind}", "trial")
@@ -275,15 +281,7 @@ def test_dicesweep_run_refuses_a_missing_folder_before_starting(
         "search_space": {"losses": [{"name": "ce"}]},
     }
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    result = subprocess.run(
-        [*CLI, "run", "spec.yaml"],
-        cwd=tmp_path,
-        env=environment(short_home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = dicesweep_run(tmp_path, environment(short_home, tmp_path))
     assert result.returncode == 2
     assert "task.dataset[0].path" in result.stderr and "is not a folder" in result.stderr
     assert not (short_home / "mlflow.db").exists()  # nothing started
