@@ -44,11 +44,15 @@ class TaskSpec(Section):
     (``search_spaces.datasets.LocalDataset``). ``kind`` is optional for catalogue
     names (given, every data set must be of that kind) and required with a local
     folder. Variants other than ``original`` exist only for binary data sets.
+    ``positive_label`` is the scored class of a binary (``pi``) set: F1 is the F1
+    of that label and the Table 8 variants are built around it
+    (``trainables.data.variants``).
     """
 
     kind: TaskKind | None = None
     dataset: list[DatasetRef]  # a single one is read as a one-element list
     variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
+    positive_label: Literal[0, 1] | None = None  # binary sets only; unset: 1 (MRPC, QQP)
 
     @field_validator("dataset", "variant", mode="before")
     @classmethod
@@ -91,6 +95,12 @@ class TaskSpec(Section):
             if self.kind is not None and kind != self.kind:
                 raise rule_error(f"{dataset} is a {kind!r} data set, not {self.kind!r}", "kind")
         non_binary = [dataset_label(d) for d in self.dataset if not is_binary(d, self.kind)]
+        if non_binary and self.positive_label is not None:
+            raise rule_error(
+                "positive_label applies to binary (pi) data sets only; "
+                f"{', '.join(non_binary)} score every class",
+                "positive_label",
+            )
         if non_binary and self.variant != ["original"]:
             raise rule_error(
                 "the Table 8 variants apply to binary data sets only (pi: mrpc, qqp or a local "
@@ -98,6 +108,11 @@ class TaskSpec(Section):
                 "variant",
             )
         return self
+
+    @property
+    def scored_label(self) -> Literal[0, 1]:
+        """The scored class of a binary set: ``positive_label``, 1 unless given."""
+        return 1 if self.positive_label is None else self.positive_label
 
     def kind_of(self, dataset: DatasetRef) -> TaskKind:
         """The task kind of one of the spec's data sets."""
@@ -205,6 +220,7 @@ class TrialConfig(Section):
     dataset: DatasetRef
     kind: TaskKind | None = None  # needed by a local data set; a catalogue name has its own
     variant: Variant
+    positive_label: Literal[0, 1] = 1  # the scored class of a binary set
     model: str = Field(min_length=1)
     loss: LossSpec
     seed: Int = Field(ge=0)

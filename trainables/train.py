@@ -49,6 +49,7 @@ def run_trial(
         doc_stride=training.doc_stride,
         max_train_examples=training.max_train_examples,
         max_eval_examples=training.max_eval_examples,
+        positive_label=trial.positive_label,
     )
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
     return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
@@ -136,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dataset", required=True, help="catalogue name, e.g. conll2003")
     parser.add_argument("--variant", default="original", help="Table 8 variant (binary sets)")
+    parser.add_argument(
+        "--positive-label", type=int, choices=[0, 1], default=1, help="scored class (binary sets)"
+    )
     parser.add_argument("--model", default="tiny-bert", help="hub id, local path or tiny-bert")
     parser.add_argument("--loss", default='{"name": "ce"}', help="loss spec as JSON")
     parser.add_argument("--seed", type=int, default=0)
@@ -162,6 +166,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "sweep_id": "local",
         "dataset": args.dataset,
         "variant": args.variant,
+        "positive_label": args.positive_label,
         "model": args.model,
         "loss": json.loads(args.loss),
         "seed": args.seed,

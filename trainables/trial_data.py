@@ -44,6 +44,7 @@ class DataRequest:
     doc_stride: int
     max_train_examples: int | None
     max_eval_examples: int | None
+    positive_label: int = 1  # the scored class of a binary set; the variants follow it
 
 
 @dataclass
@@ -88,7 +89,9 @@ def _read(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any
                 f"variant {request.variant!r} needs a binary data set; {info.name!r} is {info.kind}"
             )
         pairs = [e for e in train if isinstance(e, PairExample)]
-        train = list(make_variant(pairs, request.variant, seed=VARIANT_SEED))
+        train = make_variant(
+            pairs, request.variant, seed=VARIANT_SEED, positive=request.positive_label
+        )
     evaluation = load_split(info, "eval", datasets_dir)
     return _cap(train, request.max_train_examples), _cap(evaluation, request.max_eval_examples)
 
@@ -138,7 +141,7 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
     """
     info = request.dataset
     train, evaluation = _read(request, datasets_dir)
-    task = build_task(info.kind, _labels(info, datasets_dir))
+    task = build_task(info.kind, _labels(info, datasets_dir), positive=request.positive_label)
     tokenizer = _tokenizer(request, train, cache_dir)
     options = EncodeOptions(request.max_seq_length, request.doc_stride)
     key = _digest(

@@ -14,7 +14,17 @@ tune = pytest.importorskip("ray.tune")
 tune_search = pytest.importorskip("search_spaces.tune_search")
 sample = pytest.importorskip("ray.tune.search.sample")
 
-CONTRACT_KEYS = ["sweep_id", "dataset", "kind", "variant", "model", "loss", "seed", "training"]
+CONTRACT_KEYS = [
+    "sweep_id",
+    "dataset",
+    "kind",
+    "variant",
+    "positive_label",
+    "model",
+    "loss",
+    "seed",
+    "training",
+]
 TRAINING_KEYS = {
     "epochs",
     "learning_rate",
@@ -59,6 +69,7 @@ def test_grid_param_space_of_table8() -> None:
     assert space["sweep_id"] == "sweep-1"
     assert space["dataset"] == "mrpc"
     assert space["variant"] == {"grid_search": list(spec.task.variant)}
+    assert space["positive_label"] == 1  # the preset names MRPC's scored class
     assert space["model"] == "bert-base-uncased"
     assert space["loss"] == {"grid_search": expand_losses(spec)}
     assert space["seed"] == {"grid_search": [0, 1, 2]}
@@ -76,7 +87,16 @@ def test_grid_over_data_sets_and_a_single_seed() -> None:
 
 def test_tpe_param_space_samples_inside_the_loss_and_leaves_the_seed_out() -> None:
     space = tune_search.to_param_space(tpe_spec())
-    assert list(space) == ["sweep_id", "dataset", "kind", "variant", "model", "loss", "training"]
+    assert list(space) == [
+        "sweep_id",
+        "dataset",
+        "kind",
+        "variant",
+        "positive_label",
+        "model",
+        "loss",
+        "training",
+    ]
     loss = space["loss"]
     assert list(loss) == ["name", "alpha", "smooth", "square", "scope"]
     assert (loss["name"], loss["scope"]) == ("dsc", "set")

@@ -116,6 +116,16 @@ INVALID = {
         "task.variant",
         "the Table 8 variants apply to binary data sets only",
     ),
+    "positive label on a tagging set": (
+        {"task": {"dataset": "conll2003", "positive_label": 1}},
+        "task.positive_label",
+        "positive_label applies to binary (pi) data sets only; conll2003 score every class",
+    ),
+    "positive label out of 0/1": (
+        {"task": {"dataset": "mrpc", "positive_label": 2}},
+        "task.positive_label",
+        "Input should be 0 or 1",
+    ),
     "unknown variant": (
         {"task": {"variant": ["original", "+neutral"]}},
         "task.variant[1]",

@@ -135,7 +135,28 @@ def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> N
 def test_wce_counts_come_from_the_variant_in_use(datasets_dir: Path, tmp_path: Path) -> None:
     request = DataRequest(get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10)
     data = load_trial_data(request, datasets_dir, tmp_path)
-    assert data.task.class_counts(data.train_features) == [1194, 1194]  # down-sampled 50/50
+    assert data.task.class_counts(data.train_features) == [701, 2474]  # negatives x 0.5871
+
+
+@pytest.mark.data
+def test_the_positive_label_sets_the_variant_and_the_scored_class(
+    datasets_dir: Path, tmp_path: Path
+) -> None:
+    request = DataRequest(
+        get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10, positive_label=0
+    )
+    data = load_trial_data(request, datasets_dir, tmp_path)
+    assert data.task.class_counts(data.train_features) == [1194, 1452]  # label 1 x 0.5871
+    batch = {"labels": torch.tensor([0, 0, 1, 1])}
+    logits = torch.tensor([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])  # predicts 0 0 0 1
+
+    class Output:
+        def __init__(self, logits: torch.Tensor) -> None:
+            self.logits = logits
+
+    metrics = data.task.evaluate(lambda _: Output(logits), [batch], [])
+    # Label 0 scored: TP 2, predicted 0 three times, gold 0 twice (label 1 would give 1, 0.5).
+    assert (metrics["precision"], metrics["recall"]) == (pytest.approx(200 / 3), 100.0)
 
 
 @pytest.mark.data

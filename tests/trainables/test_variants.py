@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,22 +17,33 @@ from trainables.data import (
     plan_variant,
 )
 from trainables.data.augment import MentionPool, augment, can_augment
+from trainables.data.variants import pair_key
 
 NAMES = ["Alice Smith", "Bob Jones", "Carol White", "Dan Brown"]
 CITIES = ["Paris", "London", "Tokyo", "Lima"]
-PAPER_AUGMENTED_RATIO = 458_477 / 363_871  # 1.2600
-PAPER_DOWNSAMPLED_RATIO = 269_165 / 363_871  # 0.7397
+ITEMS = ["fee", "rent", "fare", "toll", "tax", "bill", "wage"]
+PAPER_SHARES = {  # the paper's QQP variants: share of positives
+    "original": 0.37,
+    "+positive": 0.50,
+    "+negative": 0.21,
+    "-negative": 0.50,
+    "+positive&negative": 0.37,
+}
 
 
 def pair(index: int, label: int) -> PairExample:
-    """Three kinds of pair: a shared name and city, a shared number, no mention."""
+    """Three kinds of pair: a shared name and city, a shared number, no mention.
+
+    The number pairs name one of seven items, so a number swapped in from
+    another pair mostly makes a pair the set does not hold yet."""
     name, city = NAMES[index % 4], CITIES[(index // 4) % 4]
     if index % 3 == 0:
         texts = (f"Yesterday {name} flew to {city} .", f"{name} went to {city} yesterday .")
     elif index % 3 == 1:
+        item = ITEMS[index % 7]
         texts = (
-            f"the fee rose to {100 + index} dollars .",
-            f"the fee is now {100 + index} dollars .",
+            f"the {item} rose to {100 + index} dollars .",
+            f"the {item} is now {100 + index} dollars .",
         )
     else:
         texts = ("the weather was fine .", "it was a fine day .")
@@ -47,15 +59,14 @@ def qqp_like() -> list[PairExample]:
     return [pair(i, label) for i, label in enumerate(labels)]
 
 
-# Hand-computed for 370 positive (minority) / 630 negative (majority), n = 1000:
-#   +positive:          positives up to 630          -> 1260 = 2 * 630, 50%
-#   +negative:          size round(1000 * 458477 / 363871) = round(1259.99) = 1260,
-#                       positives round(0.21 * 1260) = round(264.6) = 265 (105 dropped),
-#                       negatives 1260 - 265 = 995 (365 added) -> 21.0%
-#   -negative:          negatives down to 370        -> 740, 50%
-#   +positive&negative: size 2 * 630 = 1260, positives round(1260 * 370 / 1000)
-#                       = round(466.2) = 466, negatives 1260 - 466 = 794
-QQP_LIKE_COUNTS = {
+# Hand-computed for 370 positive / 630 negative, n = 1000 (QQP's 37%), with the
+# factors of the module doc (f+ on positives, f- on negatives):
+#   +positive:          f+ = 458477*.5/(363871*.37) = 1.70268: 370 -> round(629.99) = 630
+#   +negative:          f+ = 458477*.21/(363871*.37) = 0.71513: 370 -> round(264.60) = 265
+#                       f- = 458477*.79/(363871*.63) = 1.58000: 630 -> round(995.40) = 995
+#   -negative:          f- = 269165*.5/(363871*.63) = 0.58707: 630 -> round(369.85) = 370
+#   +positive&negative: f = 458477/363871 = 1.26000: 370 -> 466, 630 -> round(793.80) = 794
+QQP_LIKE_COUNTS = {  # (label 0, label 1)
     "original": (630, 370),
     "+positive": (630, 630),
     "+negative": (995, 265),
@@ -63,20 +74,25 @@ QQP_LIKE_COUNTS = {
     "+positive&negative": (794, 466),
 }
 
-# Real MRPC train: 1194 negative (minority) / 2474 positive (majority), n = 3668:
-#   +positive:          negatives up to 2474         -> 4948, 50%
-#   +negative:          size round(3668 * 458477 / 363871) = round(4621.63) = 4622,
-#                       negatives round(0.21 * 4622) = round(970.62) = 971 (223 dropped),
-#                       positives 4622 - 971 = 3651 (1177 added) -> negatives 21.0%
-#   -negative:          positives down to 1194       -> 2388, 50%
-#   +positive&negative: size 4948, negatives round(4948 * 1194 / 3668) = round(1610.67)
-#                       = 1611, positives 4948 - 1611 = 3337 (67.44%)
+# Real MRPC train, label 1 (paraphrase) scored: 1194 negative / 2474 positive, n = 3668:
+#   +positive:          2474 * 1.70268 = 4212.44 -> 4212 positives         -> 77.91%
+#   +negative:          2474 * 0.71513 = 1769.24 -> 1769 positives,
+#                       1194 * 1.58000 = 1886.52 -> 1887 negatives         -> 48.39%
+#   -negative:          1194 * 0.58707 =  700.96 ->  701 negatives         -> 77.92%
+#   +positive&negative: 2474 * 1.26 = 3117.23 -> 3117, 1194 * 1.26 = 1504.43 -> 1504
 MRPC_COUNTS = {
     "original": (1194, 2474),
-    "+positive": (2474, 2474),
-    "+negative": (971, 3651),
-    "-negative": (1194, 1194),
-    "+positive&negative": (1611, 3337),
+    "+positive": (1194, 4212),
+    "+negative": (1887, 1769),
+    "-negative": (701, 2474),
+    "+positive&negative": (1504, 3117),
+}
+MRPC_POSITIVE_PERCENT = {
+    "original": 67.45,
+    "+positive": 77.91,
+    "+negative": 48.39,
+    "-negative": 77.92,
+    "+positive&negative": 67.45,
 }
 
 
@@ -98,29 +114,44 @@ def test_plan_on_a_37_percent_set(name: str) -> None:
     assert plan.counts == QQP_LIKE_COUNTS[name]
 
 
-def test_plan_matches_the_paper() -> None:
-    plans = {name: plan_variant(name, [630, 370]) for name in VARIANT_NAMES}
-    assert plans["+positive"].size / 1000 == pytest.approx(PAPER_AUGMENTED_RATIO, abs=1e-3)
-    assert plans["+positive&negative"].size == plans["+positive"].size
-    assert plans["+positive&negative"].positive_fraction == pytest.approx(0.37, abs=1e-3)
-    assert plans["-negative"].size / 1000 == pytest.approx(PAPER_DOWNSAMPLED_RATIO, abs=1e-3)
-    assert plans["+negative"].positive_fraction == pytest.approx(0.21, abs=1e-3)
-    assert plans["+negative"].size == plans["+positive"].size
+def test_plan_reproduces_the_papers_shares_on_a_37_percent_set() -> None:
+    for name in VARIANT_NAMES:
+        assert plan_variant(name, [630, 370]).positive_fraction == pytest.approx(
+            PAPER_SHARES[name], abs=1e-3
+        )
 
 
-def test_plan_rejects_unknown_names_and_one_class_sets() -> None:
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_every_variant_moves_the_positive_share_the_papers_way(name: str) -> None:
+    """Whatever the original share, the positive class goes up, down or stays as in the paper."""
+    direction = {"original": 0, "+positive": 1, "+negative": -1, "-negative": 1}.get(name, 0)
+    for counts in ([630, 370], [370, 630], [500, 500], [900, 100]):
+        for positive in (0, 1):
+            before = counts[positive] / sum(counts)
+            after = plan_variant(name, counts, positive).positive_fraction
+            if direction == 0:
+                assert after == pytest.approx(before, abs=2e-3)
+            else:
+                assert (after - before) * direction > 0.01
+
+
+def test_the_positive_label_chooses_the_class_the_variants_turn_around() -> None:
+    # Label 0 scored on a set where label 0 is 63%: "+positive" adds label-0 pairs.
+    plan = plan_variant("+positive", [630, 370], positive=0)
+    assert plan.counts == (1073, 370)  # 630 * 1.70268 = 1072.69
+    assert plan.positive_fraction == pytest.approx(1073 / 1443)
+    assert plan_variant("-negative", [630, 370], positive=0).counts == (630, 217)
+
+
+def test_plan_rejects_unknown_names_one_class_sets_and_other_labels() -> None:
     with pytest.raises(
         ValueError, match=r"unknown data-set variant '\+pos'; valid: original, \+positive"
     ):
         plan_variant("+pos", [5, 5])
     with pytest.raises(ValueError, match="both labels present; counts \\[0, 7\\]"):
         plan_variant("+positive", [0, 7])
-
-
-def test_plan_at_a_tie_and_below_21_percent() -> None:
-    assert plan_variant("+positive", [50, 50]).counts == (50, 50)
-    assert plan_variant("-negative", [50, 50]).counts == (50, 50)
-    assert plan_variant("+negative", [90, 10]).counts == (90, 10)  # already 10% < 21%
+    with pytest.raises(ValueError, match="positive label must be 0 or 1, got 2"):
+        plan_variant("+positive", [5, 5], positive=2)
 
 
 def check_variant(
@@ -200,22 +231,61 @@ def test_sentence_initial_and_single_letter_words_are_not_names() -> None:
     assert not pool.swappable(examples[0])
 
 
-def test_fallback_swaps_sentence_order_and_refuses_identical_sentences() -> None:
+def test_a_pair_without_a_shared_mention_is_never_copied_reordered() -> None:
     pool = MentionPool.from_examples([])
     source = PairExample("s", "the weather was fine .", "it was a fine day .", 1)
-    copy = augment(source, pool, random.Random(0), guid="s#aug")
-    assert (copy.text_a, copy.text_b, copy.label) == (source.text_b, source.text_a, 1)
-    same = PairExample("t", "so it goes .", "so it goes .", 0)
-    assert not can_augment(same, pool)
-    with pytest.raises(ValueError, match="'t' cannot be augmented"):
-        augment(same, pool, random.Random(0), guid="t#aug")
+    assert not can_augment(source, pool)
+    with pytest.raises(ValueError, match="'s' cannot be augmented: its sentences share no name"):
+        augment(source, pool, random.Random(0), guid="s#aug")
 
 
 def test_a_class_with_no_augmentable_pair_is_an_error() -> None:
     examples = [PairExample(f"n{i}", "a b .", "c d .", 0) for i in range(3)]
     examples.append(PairExample("p", "so it goes .", "so it goes .", 1))
-    with pytest.raises(ValueError, match="cannot add 2 pairs of label 1"):
-        make_variant(examples, "+positive")
+    with pytest.raises(ValueError, match=r"cannot add 1 new pairs of label 1: .* give only 0"):
+        make_variant(examples, "+positive")  # 1 * 1.70 rounds to 2 positives
+
+
+def test_a_class_that_runs_out_of_new_copies_is_an_error() -> None:
+    """Each positive's only copy is the other positive: none is new, so none is added."""
+    examples = [
+        PairExample("p1", "so Alice Smith ran .", "so Alice Smith left .", 1),
+        PairExample("p2", "so Bob Jones ran .", "so Bob Jones left .", 1),
+        *[PairExample(f"n{i}", f"x{i} .", f"y{i} .", 0) for i in range(3)],
+    ]
+    with pytest.raises(ValueError, match=r"cannot add 1 new pairs of label 1: .* give only 0"):
+        make_variant(examples, "+positive")  # 2 * 1.70 rounds to 3 positives
+
+
+def augmented_repeats(original: list[PairExample], variant: list[PairExample]) -> tuple[int, int]:
+    """(augmented pairs that are an original pair with its sentences swapped,
+    augmented pairs that equal another pair of the variant or an original, in either order)."""
+    originals = {(e.text_a, e.text_b) for e in original}
+    guids = {e.guid for e in original}
+    augmented = [e for e in variant if e.guid not in guids]
+    swapped = sum((e.text_b, e.text_a) in originals for e in augmented)
+    keys = Counter(pair_key(e) for e in variant)
+    original_keys = {pair_key(e) for e in original}
+    duplicates = sum(keys[pair_key(e)] > 1 or pair_key(e) in original_keys for e in augmented)
+    return swapped, duplicates
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_augmented_pairs_are_new_pairs(qqp_like: list[PairExample], name: str) -> None:
+    variant = make_variant(qqp_like, name, seed=0)
+    assert augmented_repeats(qqp_like, variant) == (0, 0)
+
+
+def test_the_repeat_count_sees_swaps_and_duplicates() -> None:
+    """The counter the tests rely on finds both kinds of repeat when they are there."""
+    original = [PairExample("a", "x y .", "z w .", 1), PairExample("b", "p q .", "r s .", 0)]
+    variant = [
+        *original,
+        PairExample("a#aug1-0", "z w .", "x y .", 1),  # a swapped original
+        PairExample("a#aug1-1", "m n .", "o p .", 1),
+        PairExample("a#aug1-2", "m n .", "o p .", 1),  # a repeat of the one before
+    ]
+    assert augmented_repeats(original, variant) == (1, 3)
 
 
 # --- real MRPC ----------------------------------------------------------------------
@@ -232,30 +302,17 @@ def test_variants_of_real_mrpc(mrpc_train: list[PairExample], name: str) -> None
     variant = make_variant(mrpc_train, name, seed=0)
     check_variant(mrpc_train, variant, MRPC_COUNTS[name])
     positives = MRPC_COUNTS[name][1] / sum(MRPC_COUNTS[name])
-    assert (
-        round(100 * positives, 2)
-        == {
-            "original": 67.45,  # 2474 / 3668
-            "+positive": 50.0,
-            "+negative": 78.99,  # 3651 / 4622; negatives 21.0%
-            "-negative": 50.0,
-            "+positive&negative": 67.44,  # 3337 / 4948
-        }[name]
-    )
+    assert round(100 * positives, 2) == MRPC_POSITIVE_PERCENT[name]
+    # Before the scored class was explicit, 23-26% of augmented pairs were swapped
+    # originals and "+positive" held 27 exact duplicates.
+    assert augmented_repeats(mrpc_train, variant) == (0, 0)
 
 
 @pytest.mark.data
-def test_real_mrpc_augmentation_mostly_swaps_mentions(mrpc_train: list[PairExample]) -> None:
-    variant = make_variant(mrpc_train, "+positive", seed=0)
-    augmented = variant[len(mrpc_train) :]
-    by_guid = {example.guid: example for example in mrpc_train}
-    reordered = sum(
-        (e.text_b, e.text_a) == (s.text_a, s.text_b)
-        for e in augmented
-        for s in [by_guid[e.guid.split("#aug")[0]]]
-    )
-    assert len(augmented) == 1280  # 2474 - 1194 negatives added
-    assert reordered < len(augmented) // 2  # most copies carry a swapped name or number
+def test_real_mrpc_variants_follow_the_papers_direction(mrpc_train: list[PairExample]) -> None:
+    share = {name: MRPC_POSITIVE_PERCENT[name] for name in VARIANT_NAMES}
+    assert share["+positive"] > share["original"] > share["+negative"]  # paper: 50 > 37 > 21
+    assert share["-negative"] > share["original"]  # paper: 50 > 37
     assert make_variant(mrpc_train, "-negative", seed=0) != make_variant(
         mrpc_train, "-negative", seed=1
     )

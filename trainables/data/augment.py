@@ -13,10 +13,10 @@ training set itself:
 
 A copy of a pair replaces one mention that occurs in *both* sentences by another
 mention of the same shape, everywhere in both sentences, so a paraphrase stays a
-paraphrase and a non-paraphrase stays one. A pair with no such mention is copied
-with its two sentences in swapped order instead (paraphrase is symmetric); a pair
-with neither (two identical sentences, no shared mention) cannot be augmented.
-Either way the copy differs from its source.
+paraphrase and a non-paraphrase stays one. A pair with no such mention cannot be
+augmented: a copy with its sentences in swapped order would be the same pair to
+a symmetric task, not a new one. ``trainables.data.variants`` keeps only copies
+that are new to the whole set.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _whole(mention: str) -> re.Pattern[str]:
 
 def can_augment(example: PairExample, pool: MentionPool) -> bool:
     """Whether ``augment`` can make a copy of ``example`` that differs from it."""
-    return example.text_a != example.text_b or bool(pool.swappable(example))
+    return bool(pool.swappable(example))
 
 
 def augment(example: PairExample, pool: MentionPool, rng: random.Random, guid: str) -> PairExample:
@@ -136,9 +136,7 @@ def augment(example: PairExample, pool: MentionPool, rng: random.Random, guid: s
         text_a = pattern.sub(lambda _: replacement, example.text_a)
         text_b = pattern.sub(lambda _: replacement, example.text_b)
         return replace(example, guid=guid, text_a=text_a, text_b=text_b)
-    if example.text_a != example.text_b:
-        return replace(example, guid=guid, text_a=example.text_b, text_b=example.text_a)
     raise ValueError(
-        f"example {example.guid!r} cannot be augmented: its sentences are identical "
-        "and share no swappable name or number"
+        f"example {example.guid!r} cannot be augmented: its sentences share no name or "
+        "number that has an alternative of the same shape"
     )

@@ -1,45 +1,37 @@
 """The data-set variants of Table 8 (Li et al., 2020, section 4.4) for a binary set.
 
-The paper built them from QQP (363,871 training pairs, 37% positive), where the
-positive class is the minority. Here each variant is a rule over the minority
-class (``m``, the paper's "positive") and the majority class (``M``, the paper's
-"negative"), so that it means the same thing on any binary set:
+The paper built them from QQP (363,871 training pairs, 37% positive) by
+augmenting or down-sampling each class. Here a variant is what the paper did to
+each class, as a factor on that class's count, so that it means the same thing
+on any binary set. "Positive" is the scored class (the spec's
+``task.positive_label``, label 1 unless set), "negative" the other one. A
+factor is the paper's count of the class in the variant over its count in the
+original, from the sizes and shares the paper states; a class the paper left
+alone keeps factor 1:
 
-=====================  ==================================================  =================
-variant                rule                                                QQP in the paper
-=====================  ==================================================  =================
-``original``           unchanged                                           363,871, 37%
-``+positive``          augment ``m`` until ``m = M``: size ``2M``          458,477, 50%
-``+negative``          down-sample ``m`` and augment ``M`` to the size     458,477, 21%
-                       of ``+positive&negative`` with ``m`` at 21%:
-                       ``m' = round(0.21 * round(1.26 n))``
-``-negative``          down-sample ``M`` to ``m``: size ``2m``             269,165, 50%
-``+positive&negative`` augment both to the size of ``+positive``, ``2M``,  458,477, 37%
-                       keeping ``m``'s original share:
-                       ``m' = round(2M * m / n)``
-=====================  ==================================================  =================
+=====================  ======================  ======================  ================
+variant                positives               negatives               QQP in the paper
+=====================  ======================  ======================  ================
+``original``           x 1                     x 1                     363,871, 37%
+``+positive``          x 1.7027 (augmented)    x 1                     458,477, 50%
+``+negative``          x 0.7151 (down-sampled) x 1.5800 (augmented)    458,477, 21%
+``-negative``          x 1                     x 0.5871 (down-sampled) 269,165, 50%
+``+positive&negative`` x 1.2600 (augmented)    x 1.2600 (augmented)    458,477, 37%
+=====================  ======================  ======================  ================
 
-On a 37%-positive set of ``n`` pairs these give ``+positive`` 1.26 n at 50%
-(the paper's 458,477 / 363,871 = 1.26), ``-negative`` 0.74 n at 50% (paper
-0.7397) and ``+positive&negative`` 1.26 n at 37%. The paper's ``+negative`` has
-both 458,477 pairs and 21% positives, i.e. ~96,300 of QQP's ~134,600
-positives: it cannot keep every positive. The rule meets both figures: the
-size of the augmented sets (``round(n * 458477 / 363871)``) with 21% minority,
-dropping minority pairs and augmenting majority ones (0.265 n and 0.995 n at 37%).
+(``+positive``: 458,477 x 50% / (363,871 x 37%); ``+negative``: 458,477 x 21% /
+(363,871 x 37%) and 458,477 x 79% / (363,871 x 63%); ``-negative``: 269,165 x
+50% / (363,871 x 63%); ``+positive&negative``: 458,477 / 363,871.) Counts are
+rounded half up. So every variant moves the positive share the way the paper's
+did, whatever the original share: up for ``+positive`` and ``-negative``, down
+for ``+negative``, unchanged for ``+positive&negative``. On QQP's 37% the shares
+are the paper's (50, 21, 50, 37%); on MRPC (3,668 pairs, 2,474 = 67.45% of them
+label 1, the scored class) they are 77.9, 48.4, 77.9 and 67.4% (docs/sweeps.md
+lists the counts).
 
-Sets whose positive class (label 1) is the majority swap the roles: on MRPC
-(3,668 pairs, 2,474 positive = 67.45%) ``+positive`` augments the 1,194
-negatives to 2,474 (4,948 pairs, 50%); ``+negative`` has ``round(3668 * 458477 / 363871)`` =
-4,622 pairs, of which ``round(0.21 * 4622)`` = 971 negatives (down-sampled) and
-3,651 positives (augmented), 21.0% negative; ``-negative`` down-samples positives
-to 1,194 (2,388 pairs, 50%);
-``+positive&negative`` has 4,948 pairs of which ``round(4948 * 1194 / 3668)``
-= 1,611 negative and 3,337 positive (67.44%). At a tie (50/50) label 1 counts
-as the minority; ``+positive`` and ``-negative`` then leave the set unchanged.
-A set already at or below 21% minority gets nothing added by ``+negative``.
-
-Augmented pairs are made by ``trainables.data.augment`` (mention swaps, never
-exact copies); which pairs are copied or dropped depends only on the seed.
+Augmented pairs are made by ``trainables.data.augment`` (mention swaps) and are
+new pairs: none equals another pair of the set, in either sentence order. Which
+pairs are copied or dropped depends only on the seed.
 """
 
 from __future__ import annotations
@@ -47,26 +39,57 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from trainables.data.augment import MentionPool, augment, can_augment
 from trainables.data.examples import PairExample
 
 VARIANT_NAMES = ("original", "+positive", "+negative", "-negative", "+positive&negative")
-NEGATIVE_VARIANT_MINORITY_PERCENT = 21  # the paper's "+negative": 21% positive
-AUGMENTED_SIZE = (458_477, 363_871)  # the paper's augmented QQP sets against the original
+
+# The paper's QQP figures (section 4.4): the original set and each variant's size
+# and share of positives.
+PAPER_ORIGINAL = (363_871, Fraction(37, 100))
+PAPER_VARIANTS: dict[str, tuple[int, Fraction]] = {
+    "original": (363_871, Fraction(37, 100)),
+    "+positive": (458_477, Fraction(50, 100)),
+    "+negative": (458_477, Fraction(21, 100)),
+    "-negative": (269_165, Fraction(50, 100)),
+    "+positive&negative": (458_477, Fraction(37, 100)),
+}
+# Which classes the paper changed in each variant: (positives, negatives).
+_CHANGED = {
+    "original": (False, False),
+    "+positive": (True, False),
+    "+negative": (True, True),
+    "-negative": (False, True),
+    "+positive&negative": (True, True),
+}
+# Tries to draw a new copy of one template before it counts as used up.
+_TRIES_PER_COPY = 20
+
+
+def class_factors(name: str) -> tuple[Fraction, Fraction]:
+    """The factors on (positives, negatives) of variant ``name`` (the module doc's table)."""
+    size, share = PAPER_VARIANTS[name]
+    original_size, original_share = PAPER_ORIGINAL
+    positive = Fraction(size) * share / (original_size * original_share)
+    negative = Fraction(size) * (1 - share) / (original_size * (1 - original_share))
+    changed = _CHANGED[name]
+    return (positive if changed[0] else Fraction(1), negative if changed[1] else Fraction(1))
 
 
 @dataclass(frozen=True)
 class VariantPlan:
     """How many original pairs of each label a variant keeps and how many it adds.
 
-    Tuples are indexed by label: ``kept[1]`` positives kept, ``added[0]``
-    augmented negatives.
+    Tuples are indexed by label: ``kept[1]`` label-1 pairs kept, ``added[0]``
+    augmented label-0 pairs. ``positive`` is the scored label.
     """
 
     name: str
     kept: tuple[int, int]
     added: tuple[int, int]
+    positive: int = 1
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -79,8 +102,8 @@ class VariantPlan:
 
     @property
     def positive_fraction(self) -> float:
-        """Share of label 1 in the variant, in 0..1."""
-        return self.counts[1] / self.size
+        """Share of the positive (scored) label in the variant, in 0..1."""
+        return self.counts[self.positive] / self.size
 
 
 def class_counts(examples: Sequence[PairExample], num_labels: int = 2) -> list[int]:
@@ -100,17 +123,17 @@ def class_counts(examples: Sequence[PairExample], num_labels: int = 2) -> list[i
     return counts
 
 
-def _round_ratio(numerator: int, denominator: int) -> int:
-    """``numerator / denominator`` rounded half up, in exact integer arithmetic."""
-    return (2 * numerator + denominator) // (2 * denominator)
+def _round_half_up(value: Fraction) -> int:
+    return int(value + Fraction(1, 2)) if value >= 0 else -int(-value + Fraction(1, 2))
 
 
-def plan_variant(name: str, counts: Sequence[int]) -> VariantPlan:
+def plan_variant(name: str, counts: Sequence[int], positive: int = 1) -> VariantPlan:
     """The kept and added counts per label of variant ``name`` (rules in the module doc).
 
     Raises:
         ValueError: an unknown variant name (the message lists the valid ones),
-            ``counts`` not of length 2, or a class with no example.
+            ``counts`` not of length 2, a class with no example, or ``positive``
+            not 0 or 1.
     """
     if name not in VARIANT_NAMES:
         raise ValueError(f"unknown data-set variant {name!r}; valid: {', '.join(VARIANT_NAMES)}")
@@ -118,37 +141,31 @@ def plan_variant(name: str, counts: Sequence[int]) -> VariantPlan:
         raise ValueError(
             f"variant {name!r} needs a binary set with both labels present; counts {list(counts)}"
         )
-    minority = 1 if counts[1] <= counts[0] else 0
-    n_min, n_maj = counts[minority], counts[1 - minority]
-    kept, added = {minority: n_min, 1 - minority: n_maj}, {0: 0, 1: 0}
-    if name == "+positive":
-        added[minority] = n_maj - n_min
-    elif name == "+negative" and 100 * n_min > NEGATIVE_VARIANT_MINORITY_PERCENT * (n_min + n_maj):
-        size = _round_ratio((n_min + n_maj) * AUGMENTED_SIZE[0], AUGMENTED_SIZE[1])
-        kept[minority] = _round_ratio(size * NEGATIVE_VARIANT_MINORITY_PERCENT, 100)
-        added[1 - minority] = size - kept[minority] - n_maj
-    elif name == "-negative":
-        kept[1 - minority] = n_min
-    elif name == "+positive&negative":
-        size = 2 * n_maj
-        target_min = _round_ratio(size * n_min, n_min + n_maj)
-        added[minority] = target_min - n_min
-        added[1 - minority] = size - target_min - n_maj
-    return VariantPlan(name, (kept[0], kept[1]), (added[0], added[1]))
+    if positive not in (0, 1):
+        raise ValueError(f"the positive label must be 0 or 1, got {positive!r}")
+    kept, added = [0, 0], [0, 0]
+    for label, factor in zip((positive, 1 - positive), class_factors(name), strict=True):
+        target = _round_half_up(counts[label] * factor)
+        kept[label] = min(target, counts[label])
+        added[label] = target - kept[label]
+    return VariantPlan(name, (kept[0], kept[1]), (added[0], added[1]), positive)
 
 
-def make_variant(examples: Sequence[PairExample], name: str, seed: int = 0) -> list[PairExample]:
+def make_variant(
+    examples: Sequence[PairExample], name: str, seed: int = 0, positive: int = 1
+) -> list[PairExample]:
     """Build variant ``name`` of a binary set: a new list, deterministic for ``seed``.
 
     Kept originals come first in their input order, then the augmented pairs.
     Down-sampling draws without replacement; augmentation copies templates of
-    the class in shuffled full passes, so templates are reused evenly.
+    the class in shuffled full passes, so templates are reused evenly, and keeps
+    only copies new to the set (in either sentence order).
 
     Raises:
-        ValueError: as ``plan_variant``, or a class to augment that has no pair
-            that can be augmented (see ``trainables.data.augment``).
+        ValueError: as ``plan_variant``, or a class to augment whose pairs cannot
+            give enough new copies (see ``trainables.data.augment``).
     """
-    plan = plan_variant(name, class_counts(examples))
+    plan = plan_variant(name, class_counts(examples), positive)
     if name == "original":
         return list(examples)
     rng = random.Random(seed)
@@ -159,25 +176,47 @@ def make_variant(examples: Sequence[PairExample], name: str, seed: int = 0) -> l
     result = [example for i, example in enumerate(examples) if i in kept_ids]
     if any(plan.added):
         pool = MentionPool.from_examples(examples)
+        seen = {pair_key(example) for example in examples}
         for label in (0, 1):
-            result.extend(_augmented(examples, label, plan.added[label], pool, rng))
+            result.extend(_augmented(examples, label, plan.added[label], pool, rng, seen))
     return result
 
 
+def pair_key(example: PairExample) -> tuple[str, str]:
+    """What makes two pairs the same pair: their sentences, in either order."""
+    first, second = sorted((example.text_a, example.text_b))
+    return first, second
+
+
 def _augmented(
-    examples: Sequence[PairExample], label: int, count: int, pool: MentionPool, rng: random.Random
+    examples: Sequence[PairExample],
+    label: int,
+    count: int,
+    pool: MentionPool,
+    rng: random.Random,
+    seen: set[tuple[str, str]],
 ) -> list[PairExample]:
-    if count == 0:
-        return []
+    """``count`` new pairs of ``label``; adds their keys to ``seen``."""
     templates = [e for e in examples if e.label == label and can_augment(e, pool)]
-    if not templates:
+    copies: list[PairExample] = []
+    while len(copies) < count and templates:
+        used_up: set[str] = set()
+        for template in rng.sample(templates, len(templates)):
+            if len(copies) == count:
+                break
+            guid = f"{template.guid}#aug{label}-{len(copies)}"
+            for _ in range(_TRIES_PER_COPY):
+                copy = augment(template, pool, rng, guid=guid)
+                if pair_key(copy) not in seen:
+                    seen.add(pair_key(copy))
+                    copies.append(copy)
+                    break
+            else:
+                used_up.add(template.guid)
+        templates = [t for t in templates if t.guid not in used_up]
+    if len(copies) < count:
         raise ValueError(
-            f"cannot add {count} pairs of label {label}: no pair of that label can be augmented"
+            f"cannot add {count} new pairs of label {label}: its pairs with a shared name "
+            f"or number give only {len(copies)} (copies are never repeats or reorderings)"
         )
-    order: list[PairExample] = []
-    while len(order) < count:
-        order.extend(rng.sample(templates, len(templates)))
-    return [
-        augment(template, pool, rng, guid=f"{template.guid}#aug{label}-{index}")
-        for index, template in enumerate(order[:count])
-    ]
+    return copies

@@ -11,10 +11,11 @@ from trainables.tasks.span import SpanExtraction
 from trainables.tasks.tagging import Tagging
 
 
-def build_task(kind: TaskKind, labels: Sequence[str]) -> Task:
-    """The task adapter for ``kind``; raises ``ValueError`` listing the valid kinds."""
+def build_task(kind: TaskKind, labels: Sequence[str], positive: int = 1) -> Task:
+    """The task adapter for ``kind`` (``positive``: the scored class of ``pi``);
+    raises ``ValueError`` listing the valid kinds."""
     if kind == "pi":
-        return PairClassification(labels)
+        return PairClassification(labels, positive)
     if kind in ("ner", "pos"):
         return Tagging(labels, kind=kind)
     if kind == "mrc":

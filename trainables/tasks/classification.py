@@ -15,9 +15,14 @@ from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 
 class PairClassification(Task):
-    """``[CLS] a [SEP] b [SEP]`` -> class logits ``(B, C)``; F1 of the positive class (1)."""
+    """``[CLS] a [SEP] b [SEP]`` -> class logits ``(B, C)``; F1 of the positive class
+    (the spec's ``task.positive_label``, 1 unless set)."""
 
     kind = "pi"
+
+    def __init__(self, labels: Sequence[str], positive: int = 1) -> None:
+        super().__init__(labels)
+        self.positive = positive
 
     def encode(
         self,
@@ -59,4 +64,4 @@ class PairClassification(Task):
         for batch in batches:
             predicted += predict(batch).logits.argmax(-1).tolist()
             gold += batch["labels"].tolist()
-        return pi_metrics(predicted, gold, positive=1)
+        return pi_metrics(predicted, gold, positive=self.positive)
