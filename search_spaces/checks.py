@@ -1,6 +1,7 @@
 """Submission checks that need more than the spec itself: the data sets' files (under
-the data-sets root, or a local folder), the model path, the size of the resolved spec.
-The service runs them before it stores a sweep, ``dicesweep run`` before it starts one.
+the data-sets root, or a local folder), the model (a folder with its config, or a hub
+id in the Hugging Face cache or on the hub), the size of the resolved spec. The
+service runs them before it stores a sweep, ``dicesweep run`` before it starts one.
 """
 
 from __future__ import annotations
@@ -53,12 +54,8 @@ def _local_problem(
     if roots is not None:
         if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
             return "'..' is not allowed in a data set path"
-        folder = dataset.folder(datasets_dir).resolve()
-        if not any(folder.is_relative_to(root.resolve()) for root in roots):
-            return (
-                f"{dataset.path} is not under the data-sets folder or another allowed root "
-                "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
-            )
+        if not _under(dataset.folder(datasets_dir), roots):
+            return f"{dataset.path} {OUTSIDE_ROOTS}"
     if not dataset.folder(datasets_dir).is_dir():
         return f"{dataset.path} is not a folder"
     found = dataset.split_files(datasets_dir)
@@ -66,6 +63,17 @@ def _local_problem(
         if split not in found:
             return f"{dataset.path} has no {split} file (one of: {dataset.expected_files(split)})"
     return None
+
+
+OUTSIDE_ROOTS = (
+    "is not under the data-sets folder or another allowed root "
+    "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
+)
+
+
+def _under(path: Path, roots: Sequence[Path]) -> bool:
+    folder = path.resolve()
+    return any(folder.is_relative_to(root.resolve()) for root in roots)
 
 
 def _file_problem(datasets_dir: Path, relative: str) -> str | None:
@@ -78,20 +86,80 @@ def _file_problem(datasets_dir: Path, relative: str) -> str | None:
     return None
 
 
-def model_path_issues(spec: SweepSpec) -> list[SpecIssue]:
-    """An issue when ``spec.model`` names a path that could leave the workers' working
-    folder: absolute, from a home folder (``~``) or through ``..``. Hub ids
-    (``org/name``) and relative paths pass."""
-    model = spec.model.replace("\\", "/")
-    parts = PurePosixPath(model).parts
-    escapes = model.startswith(("/", "~")) or ":" in model.split("/")[0] or ".." in parts
-    if not escapes:
+TINY_BERT = "tiny-bert"  # built at random by the trainables: nothing to find
+
+
+def model_folder(model: str, base: Path) -> Path | None:
+    """The folder ``model`` names, read from ``base`` when relative, if there is one."""
+    if model == TINY_BERT:
+        return None
+    folder = base / Path(model).expanduser()
+    return folder.absolute() if folder.is_dir() else None
+
+
+def model_issues(
+    spec: SweepSpec, base: Path, roots: Sequence[Path] | None = None
+) -> list[SpecIssue]:
+    """An issue when ``spec.model`` cannot be loaded: a folder (relative paths from
+    ``base``) without ``config.json``, or a hub id neither in the Hugging Face cache
+    nor on a reachable hub (refused at once with ``HF_HUB_OFFLINE=1``). With ``roots``
+    (the service) a model path may not be absolute, start with ``~`` or name ``..``,
+    and its folder must lie under a root once symlinks are followed."""
+    model = spec.model
+    if model == TINY_BERT:
         return []
-    rule = (
-        "a model is a hub id (org/name), 'tiny-bert' or a relative path inside the "
-        "workers' folder: absolute paths, '~' and '..' are refused"
+    if roots is not None:
+        escape = _path_escape(model)
+        if escape is not None:
+            return [SpecIssue("model", escape)]
+    folder = model_folder(model, base)
+    if folder is None:
+        problem = _hub_problem(model)
+    elif roots is not None and not _under(folder, roots):
+        problem = f"model folder {model} {OUTSIDE_ROOTS}"
+    elif not (folder / "config.json").is_file():
+        problem = f"model folder {model} has no config.json (a saved transformers model has)"
+    else:
+        problem = None
+    return [] if problem is None else [SpecIssue("model", problem)]
+
+
+def _path_escape(model: str) -> str | None:
+    """Why a model path given over REST could read outside the allowed folders."""
+    path = model.replace("\\", "/")
+    if not (path.startswith(("/", "~")) or ":" in path.split("/")[0] or ".." in path.split("/")):
+        return None
+    return (
+        "a model is a hub id (org/name), 'tiny-bert' or a folder under the data-sets "
+        "folder given relative to it: absolute paths, '~' and '..' are refused"
     )
-    return [SpecIssue("model", rule)]
+
+
+def _hub_problem(model: str) -> str | None:
+    """Why the hub id ``model`` cannot be loaded, or None when it can: its config is in
+    the Hugging Face cache, or the hub has it."""
+    from huggingface_hub import constants, file_exists, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(model)
+    except HFValidationError:
+        return f"{model!r} is neither a folder nor a Hugging Face hub id (org/name)"
+    cached = try_to_load_from_cache(model, "config.json", cache_dir=constants.HF_HUB_CACHE)
+    if isinstance(cached, str):
+        return None
+    not_cached = (
+        f"{model!r} is not a folder and not in the Hugging Face cache ({constants.HF_HUB_CACHE})"
+    )
+    fix = f"download it first (hf download {model}) or give a folder with its config.json"
+    if constants.HF_HUB_OFFLINE:
+        return f"{not_cached}, and the hub is off (HF_HUB_OFFLINE=1): {fix}"
+    try:
+        found = file_exists(model, "config.json")
+    except Exception as error:  # the hub's transport errors (DNS, TLS, timeouts, HTTP)
+        return f"{not_cached}, and the hub cannot be reached ({type(error).__name__}): {fix}"
+    return None if found else f"no model {model!r} on the Hugging Face hub (no config.json)"
 
 
 def spec_size(spec: SweepSpec) -> int:

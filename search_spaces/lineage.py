@@ -11,3 +11,4 @@ TRIAL_TAG = "dicesweep.trial_id"
 ROLE_TAG = "dicesweep.role"
 LOSS_LABEL_TAG = "dicesweep.loss_label"
 ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or resumed
+FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."

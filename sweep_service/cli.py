@@ -170,11 +170,15 @@ def _show(response: Any) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Submit a sweep to the service (``DICESWEEP_API_URL``); prints the sweep."""
-    import yaml
+    from search_spaces.spec_file import SpecFileError, read_spec_file
 
-    text = sys.stdin.read() if args.spec == "-" else Path(args.spec).read_text()
+    try:
+        spec = read_spec_file(args.spec)
+    except SpecFileError as error:
+        print(error, file=sys.stderr)
+        return 2
     with _api() as api:
-        return _show(api.post("/v1/sweeps", json=yaml.safe_load(text)))
+        return _show(api.post("/v1/sweeps", json=spec))
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
 from search_spaces.reports import METRICS
 
 
@@ -50,6 +50,7 @@ def trial_rows(
             "variant": params.get("variant"),
             "seed": int(params.get("seed", 0)),
             "status": run.info.status,
+            "failure_reason": tags.get(FAILURE_TAG),
             "run_id": run.info.run_id,
         }
         row.update(

@@ -34,6 +34,22 @@ from trainables.trial_data import TrialData
 CHECKPOINT_FILE = "state.pt"
 
 
+class TrialDiverged(RuntimeError):
+    """The training loss became NaN or infinite: the trial has no result to report.
+
+    Its message is the reason shown in MLflow, the API and the table,
+    "diverged at step N (training loss nan)". The step is deterministic for a
+    seed, so a retried trial diverges again at the same step.
+    """
+
+    def __init__(self, step: int, loss: float) -> None:
+        super().__init__(f"diverged at step {step} (training loss {loss})")
+        self.step, self.loss = step, loss
+
+    def __reduce__(self) -> tuple[type[TrialDiverged], tuple[int, float]]:
+        return type(self), (self.step, self.loss)  # Ray pickles it to the driver
+
+
 class Reporter(Protocol):
     """Where evaluations go, and where a resumed trial finds its last checkpoint."""
 
@@ -188,6 +204,8 @@ def fit(
         for batch in batches(data, data.train_features, training.batch_size, order):
             loss = train_step(model, batch, data, loss_fn, optimizer, scheduler, training, device)
             progress.step += 1
+            if not math.isfinite(loss):
+                raise TrialDiverged(progress.step, loss)
             progress.loss_sum += loss
             progress.loss_steps += 1
             reporter.progress(progress.step, total_steps, loss)

@@ -21,16 +21,19 @@ from search_spaces.reports.formats import (
 )
 from search_spaces.reports.tables import (
     METRICS,
+    failed_trials,
     infer_layout,
     loss_label,
     paired_test,
     pivot_table,
     row_from_trial,
+    with_failures,
 )
 
 __all__ = [
     "METRICS",
     "STATS",
+    "failed_trials",
     "infer_layout",
     "loss_label",
     "ordered",
@@ -42,4 +45,5 @@ __all__ = [
     "to_latex",
     "to_markdown",
     "to_png",
+    "with_failures",
 ]

@@ -11,7 +11,7 @@ import io
 import json
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,7 +87,16 @@ def to_markdown(table: pd.DataFrame) -> str:
     """A Markdown table: the rows key as first column, one column per cols value."""
     cells = _cells(table)
     cells.index.name = table.attrs["rows_key"]
-    return str(cells.reset_index().to_markdown(index=False))
+    text = str(cells.reset_index().to_markdown(index=False))
+    failed = table.attrs.get("failed") or []
+    if failed:
+        lines = [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
+        text += "\n\nFailed trials (not in the table):\n\n" + "\n".join(lines)
+    return text
+
+
+def _failed_label(entry: Mapping[str, Any]) -> str:
+    return f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
 
 
 def to_csv(table: pd.DataFrame) -> str:
@@ -144,6 +153,7 @@ def to_latex(table: pd.DataFrame) -> str:
     ``\\usepackage{booktabs}``."""
     cells = _cells(table)
     header = [table.attrs["rows_key"], *cells.columns]
+    failed = table.attrs.get("failed") or []
     lines = [
         rf"\begin{{tabular}}{{l{'r' * len(cells.columns)}}}",
         r"\toprule",
@@ -154,6 +164,7 @@ def to_latex(table: pd.DataFrame) -> str:
         shown = [_latex_escape(v).replace("±", r"$\pm$") for v in values]
         lines.append(" & ".join([_latex_escape(str(label)), *shown]) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [f"% failed, not in the table: {_failed_label(e)}: {e['reason']}" for e in failed]
     return "\n".join(lines) + "\n"
 
 

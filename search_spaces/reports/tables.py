@@ -172,3 +172,35 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
         "t_statistic": t_stat,
         "p_value": p_value,
     }
+
+
+FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")
+
+
+def failed_trials(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """The FAILED trials among MLflow's trial rows, each ``FAILED_KEYS`` with the
+    reason their run records (``failure_reason``), for ``with_failures``."""
+    if rows.empty or "status" not in rows:
+        return []
+    failed = rows[rows["status"] == "FAILED"]
+    reasons = failed.get("failure_reason", pd.Series(index=failed.index, dtype=object))
+    return [
+        {
+            "loss": row["loss"],
+            "dataset": row["dataset"],
+            "variant": row["variant"],
+            "seed": int(row["seed"]),
+            "reason": reason if isinstance(reason, str) and reason else "failed",
+        }
+        for (_, row), reason in zip(failed.iterrows(), reasons, strict=True)
+    ]
+
+
+def with_failures(table: pd.DataFrame, failed: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """``table`` carrying the trials that failed (``attrs["failed"]``, sorted), which
+    are not in its cells: the renderers list them under the table."""
+    listed = [{key: entry[key] for key in FAILED_KEYS} for entry in failed]
+    table.attrs["failed"] = sorted(
+        listed, key=lambda e: (str(e["loss"]), str(e["dataset"]), str(e["variant"]), e["seed"])
+    )
+    return table

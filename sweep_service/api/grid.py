@@ -19,7 +19,7 @@ from search_spaces.reports import (
 )
 from sweep_service.api.errors import ApiError
 
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id"})
+NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason"})
 
 
 class GridFormat(StrEnum):

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from search_spaces.checks import dataset_issues, model_path_issues, spec_size
+from search_spaces.checks import dataset_issues, model_issues, spec_size
 from search_spaces.errors import SpecError
 from search_spaces.presets import resolve_spec
 from sweep_service.api.errors import ApiError
@@ -29,8 +29,8 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
     Raises:
         SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
             whose files are missing or not under ``settings.datasets_dir`` (local folders:
-            or ``settings.data_roots``), or a model path that
-            leaves the workers' folder.
+            or ``settings.data_roots``), or a model that cannot be loaded: a folder
+            outside them or without its config, a hub id neither cached nor on the hub.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
     resolved = resolve_spec(submitted, max_trials=settings.max_trials)
@@ -43,7 +43,9 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
         )
     datasets_dir = _datasets_dir(settings)
     roots = [datasets_dir, *settings.data_roots]
-    issues = model_path_issues(resolved) + dataset_issues(resolved, datasets_dir, roots)
+    issues = model_issues(resolved, datasets_dir, roots) + dataset_issues(
+        resolved, datasets_dir, roots
+    )
     if issues:
         raise SpecError(issues)
     return SweepDraft.from_spec(submitted, resolved)

@@ -106,6 +106,7 @@ class TrialPublic(BaseModel):
     seed: int
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
+    failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"
 
 
 class TrialsPublic(BaseModel):

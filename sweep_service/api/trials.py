@@ -146,6 +146,7 @@ def trial_public(row: dict[str, Any]) -> TrialPublic:
         seed=int(row["seed"]),
         params=params,
         metrics=metrics,
+        failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
     )
 
 

@@ -18,7 +18,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from search_spaces.datasets import DATASETS
-from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
+from search_spaces.lineage import (
+    EXPERIMENT,
+    FAILURE_TAG,
+    LOSS_LABEL_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TRIAL_TAG,
+)
 from search_spaces.reports import loss_label
 from sweep_service.api import create_app
 from sweep_service.runner import JobState
@@ -67,6 +74,7 @@ class FakeTrial:
     variant: str = "original"
     status: str = "FINISHED"
     eval_f1: float | None = None
+    reason: str | None = None  # a failed trial's reason, tagged as the driver tags it
 
 
 @pytest.fixture(scope="session")
@@ -181,6 +189,7 @@ def _trial_tags(sweep_id: str, trial_id: str, trial: FakeTrial) -> dict[str, str
         "dicesweep.seed": str(trial.seed),
         "dicesweep.dataset": trial.dataset,
         "dicesweep.variant": trial.variant,
+        **({FAILURE_TAG: trial.reason} if trial.reason else {}),
     }
 
 

@@ -20,8 +20,16 @@ TRIALS = [
     FakeTrial({"name": "ce"}, seed=1, eval_f1=82.0),
     FakeTrial({"name": "dsc", "alpha": 0.1}, seed=0, eval_f1=84.0),
     FakeTrial({"name": "dsc", "alpha": 0.1}, seed=1, eval_f1=86.0),
-    FakeTrial({"name": "focal", "gamma": 2}, seed=0, status="FAILED"),
+    # Diverged after an evaluation at F1 0.0: failed, with its reason, never a cell.
+    FakeTrial(
+        {"name": "focal", "gamma": 2},
+        seed=0,
+        status="FAILED",
+        eval_f1=0.0,
+        reason="diverged at step 7 (training loss nan)",
+    ),
 ]
+DIVERGED = "focal(gamma=2) seed=0 on mrpc original: diverged at step 7 (training loss nan)"
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,9 @@ def test_trials_come_in_pages_in_a_stable_order(api: Api, tracked: Tracked) -> N
     )
     assert dsc["params"] == {"alpha": 0.1}
     assert dsc["metrics"] == {"eval_f1": 84.0}
-    assert trials[4]["status"] == "FAILED" and trials[4]["metrics"] == {}
+    assert dsc["failure_reason"] is None
+    assert trials[4]["status"] == "FAILED"
+    assert trials[4]["failure_reason"] == "diverged at step 7 (training loss nan)"
 
 
 def test_trials_of_a_sweep_without_runs_are_an_empty_page(api: Api) -> None:
@@ -87,6 +97,15 @@ def test_the_grid_in_json_has_the_paper_layout_and_deltas_against_ce(
     table = response.json()
     assert (table["rows_key"], table["cols_key"], table["baseline"]) == ("loss", "dataset", "ce")
     assert table["rows"] == ["ce", "dsc(alpha=0.1)"]  # the failed focal trial has no value
+    assert table["failed"] == [
+        {
+            "loss": "focal(gamma=2)",
+            "dataset": "mrpc",
+            "variant": "original",
+            "seed": 0,
+            "reason": "diverged at step 7 (training loss nan)",
+        }
+    ]
     cells = {cell["row"]: cell for cell in table["cells"]}
     assert cells["dsc(alpha=0.1)"]["mean"] == pytest.approx(85.0)
     assert cells["dsc(alpha=0.1)"]["delta"] == pytest.approx(4.0)
@@ -111,6 +130,8 @@ def test_the_grid_renders_in_each_format(
     assert marker in response.content[:200]
     if fmt == "png":
         assert response.content.startswith(PNG_SIGNATURE)
+    if fmt in ("markdown", "latex"):  # the diverged trial is listed under the table
+        assert DIVERGED in response.text
 
 
 def test_the_grid_takes_other_rows_and_columns(api: Api, tracked: Tracked) -> None:

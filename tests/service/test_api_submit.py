@@ -265,3 +265,70 @@ def test_a_local_data_set_outside_the_roots_is_refused(
     assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
     assert rule in issue["msg"]
     assert stored_sweeps(session_factory) == 0
+
+
+# --- the model, checked at submission ------------------------------------------------
+
+
+def hub_cache(folder: Path, repo: str) -> Path:
+    """A Hugging Face cache holding ``repo``'s config.json, laid out as the hub client
+    lays it out (refs/main naming a snapshot)."""
+    entry = folder / f"models--{repo.replace('/', '--')}"
+    commit = "0" * 40
+    (entry / "refs").mkdir(parents=True)
+    (entry / "refs" / "main").write_text(commit)
+    (entry / "snapshots" / commit).mkdir(parents=True)
+    (entry / "snapshots" / commit / "config.json").write_text('{"model_type": "bert"}')
+    return folder
+
+
+@pytest.fixture
+def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The hub switched off (HF_HUB_OFFLINE=1) over a cache holding one model."""
+    from huggingface_hub import constants
+
+    cache = hub_cache(tmp_path / "hf-cache", "org/cached-model")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def test_an_uncached_hub_model_offline_is_refused_naming_model(
+    api: Api, session_factory: sessionmaker[Session], offline_hub: Path
+) -> None:
+    refused = api.client.post("/v1/sweeps", json={**SMOKE, "model": "roberta-base"})
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "model"]
+    assert "'roberta-base' is not a folder and not in the Hugging Face cache" in issue["msg"]
+    assert "HF_HUB_OFFLINE=1" in issue["msg"]
+    assert stored_sweeps(session_factory) == 0
+    accepted = api.client.post("/v1/sweeps", json={**SMOKE, "model": "org/cached-model"})
+    assert accepted.status_code == 201
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_model_folder_is_read_under_the_data_roots_and_needs_its_config(
+    api: Api, session_factory: sessionmaker[Session], offline_hub: Path, tmp_path: Path
+) -> None:
+    root = Path(api.settings.datasets_dir or "")
+    (root / "models" / "saved").mkdir(parents=True)
+    (root / "models" / "empty").mkdir(parents=True)
+    (root / "models" / "saved" / "config.json").write_text('{"model_type": "bert"}')
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "config.json").write_text('{"model_type": "bert"}')
+    (root / "models" / "link").symlink_to(tmp_path / "elsewhere")
+
+    def refusal(model: str) -> str:
+        response = api.client.post("/v1/sweeps", json={**SMOKE, "model": model})
+        assert response.status_code == 422, response.text
+        [issue] = response.json()["detail"]
+        assert issue["loc"] == ["body", "model"]
+        return str(issue["msg"])
+
+    assert "has no config.json" in refusal("models/empty")
+    assert "is not under the data-sets folder" in refusal("models/link")
+    assert "neither a folder nor a Hugging Face hub id" in refusal("models/no/such/folder")
+    assert stored_sweeps(session_factory) == 0
+    accepted = api.client.post("/v1/sweeps", json={**SMOKE, "model": "models/saved"})
+    assert accepted.status_code == 201

@@ -285,3 +285,36 @@ def test_dicesweep_run_refuses_a_missing_folder_before_starting(
     assert result.returncode == 2
     assert "task.dataset[0].path" in result.stderr and "is not a folder" in result.stderr
     assert not (short_home / "mlflow.db").exists()  # nothing started
+
+
+def test_dicesweep_run_refuses_an_uncached_model_offline_before_starting(
+    tmp_path: Path, short_home: Path
+) -> None:
+    spec = {"extends": "smoke", "model": "roberta-base"}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    env = environment(short_home, tmp_path)
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "empty-hf-cache"))
+    result = dicesweep_run(tmp_path, env)
+    assert result.returncode == 2
+    assert "\n  model: 'roberta-base' is not a folder and not in the Hugging" in result.stderr
+    assert "the hub is off (HF_HUB_OFFLINE=1)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (short_home / "mlflow.db").exists()  # nothing started
+
+
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(
+    tmp_path: Path, short_home: Path, command: str
+) -> None:
+    (tmp_path / "spec.yaml").write_text("name: broken\ntask:\n  dataset: [mrpc\nseeds: [0]\n")
+    result = subprocess.run(
+        [*CLI, command, "spec.yaml"],
+        cwd=tmp_path,
+        env=environment(short_home, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "spec.yaml:4:6: invalid YAML: expected ',' or ']', but got ':'\n"

@@ -20,15 +20,41 @@ from search_spaces.reports import (
     to_latex,
     to_markdown,
     to_png,
+    with_failures,
 )
 
+REASON_LIMIT = 500  # characters of a failure reason kept in MLflow and the table
 
-def collect_rows(results: Iterable[Any]) -> tuple[pd.DataFrame, int]:
-    """One row per trial that reported, and the number of trials that failed."""
-    rows, failed = [], 0
+
+def failure_reason(error: BaseException | str | None) -> str:
+    """One line saying why a trial failed: the message of the trial's own exception
+    (``TrialDiverged``: "diverged at step 12 (training loss nan)"), not Ray's wrapper
+    or traceback."""
+    if error is None:
+        return "failed (no error recorded)"
+    cause = getattr(error, "cause", None)  # a RayTaskError wraps the trial's exception
+    if isinstance(cause, BaseException):
+        error = cause
+    if isinstance(error, BaseException):
+        lines = str(error).strip().splitlines()
+        message = lines[0] if lines else ""
+        reason = message if type(error).__name__ == "TrialDiverged" else None
+        reason = reason or f"{type(error).__name__}: {message}".rstrip(": ")
+    else:
+        lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+        reason = lines[-1] if lines else "failed (no error recorded)"
+    return reason[:REASON_LIMIT]
+
+
+def collect_rows(results: Iterable[Any]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """One row per trial that finished, and one per trial that failed with its
+    ``reason``. A failed trial's earlier evaluations are never averaged in."""
+    rows, failed = [], []
     for result in results:
-        failed += result.error is not None
-        if result.metrics and "eval_f1" in result.metrics:
+        if result.error is not None:
+            row = row_from_trial(result.config, {})
+            failed.append({**row, "reason": failure_reason(result.error)})
+        elif result.metrics and "eval_f1" in result.metrics:
             rows.append(row_from_trial(result.config, result.metrics))
     return pd.DataFrame(rows), failed
 
@@ -38,12 +64,13 @@ def write_reports(
     run_id: str,
     rows: pd.DataFrame,
     metric: str,
+    failed: Iterable[dict[str, Any]] = (),
 ) -> str:
     """Attach the table of ``metric`` over ``rows`` in the paper's layout (Markdown, CSV,
     LaTeX, JSON, PNG), the paired tests against the baseline and the rows themselves;
     returns the table as Markdown."""
     rows_key, cols_key, baseline = infer_layout(rows)
-    table = pivot_table(rows, rows_key, cols_key, metric, baseline)
+    table = with_failures(pivot_table(rows, rows_key, cols_key, metric, baseline), failed)
     tests = paired_test(rows, rows_key, cols_key, metric, baseline) if baseline else pd.DataFrame()
     kind = "line" if str(table.index.name or "").startswith("param_") else "heatmap"
     with tempfile.TemporaryDirectory() as folder:

@@ -26,9 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from search_spaces.checks import dataset_issues
+from search_spaces.checks import dataset_issues, model_folder, model_issues
 from search_spaces.datasets import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
@@ -36,6 +34,7 @@ from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
+from search_spaces.spec_file import SpecFileError, read_spec_file
 from trainables.driver.cluster import count_unfinished, start_ray, unschedulable_reason
 from trainables.driver.progress import SweepProgress
 from trainables.driver.reports import collect_rows, write_reports
@@ -44,15 +43,6 @@ from trainables.driver.reports import collect_rows, write_reports
 # of SweepProgress replaces it.
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
-
-
-def read_spec_file(path: str) -> dict[str, Any]:
-    """A YAML or JSON spec from a file, or from standard input for ``-`` (JSON is YAML)."""
-    text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise SystemExit(f"{path}: a sweep spec must be a mapping, got {type(data).__name__}")
-    return data
 
 
 def new_sweep_id(spec: SweepSpec) -> str:
@@ -217,15 +207,19 @@ def run(
         )
         return 130
     rows, failed = collect_rows(results)
-    for result in results:
-        if result.error is not None:
-            print(f"trial failed ({result.path}): {result.error}", file=sys.stderr)
+    for entry in failed:
+        print(
+            f"trial failed: {entry['loss']} seed={entry['seed']} on {entry['dataset']} "
+            f"{entry['variant']}: {entry['reason']}",
+            file=sys.stderr,
+        )
     if not rows.empty:
-        print(write_reports(client, parent, rows, spec.search.metric))
-    status = "FAILED" if failed == len(results) else "FINISHED"
-    client.set_tag(parent, "dicesweep.failed_trials", str(failed))
+        print(write_reports(client, parent, rows, spec.search.metric, failed))
+    status = "FAILED" if len(failed) == len(results) else "FINISHED"
+    client.set_tag(parent, "dicesweep.failed_trials", str(len(failed)))
     client.set_terminated(parent, status)
-    print(f"sweep {sweep_id}: {len(results) - failed} done, {failed} failed", file=sys.stderr)
+    done = len(results) - len(failed)
+    print(f"sweep {sweep_id}: {done} done, {len(failed)} failed", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -237,19 +231,29 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
         SpecError: an invalid spec.
     """
     if args.resolved_spec:
-        return validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
+        # Checked by the service; a model folder is relative to the data-sets folder.
+        spec = validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
+        return with_absolute_model(spec, settings.datasets_dir)
     raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
     spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))
     # The service's checks, before anything starts; any local folder may be read here.
-    issues = dataset_issues(spec, settings.datasets_dir)
+    issues = model_issues(spec, Path.cwd()) + dataset_issues(spec, settings.datasets_dir)
     if issues:
         raise SpecError(issues)
     return spec
 
 
+def with_absolute_model(spec: SweepSpec, base: Path) -> SweepSpec:
+    """``spec`` with a model folder relative to ``base`` made absolute (the trials run
+    in other folders); a hub id or ``tiny-bert`` stays as it is."""
+    folder = model_folder(spec.model, base)
+    return spec if folder is None else spec.model_copy(update={"model": str(folder)})
+
+
 def with_absolute_folders(spec: SweepSpec) -> SweepSpec:
-    """``spec`` with its local data sets' relative paths taken from the current
-    folder (the trials run in other folders)."""
+    """``spec`` with its local data sets' and model folder's relative paths taken from
+    the current folder (the trials run in other folders)."""
+    spec = with_absolute_model(spec, Path.cwd())
     datasets = [
         dataset.model_copy(update={"path": str(Path(dataset.path).expanduser().absolute())})
         if isinstance(dataset, LocalDataset)
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = DicesweepSettings()
     try:
         spec = load_spec(args, settings)
-    except SpecError as error:
+    except (SpecError, SpecFileError) as error:
         print(error, file=sys.stderr)
         sys.exit(2)
     sys.exit(run(spec, args.sweep_id, settings, args.num_cpus))

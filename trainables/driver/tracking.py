@@ -15,13 +15,22 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
 from search_spaces.datasets import dataset_label
-from search_spaces.lineage import ATTEMPT_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
+from search_spaces.lineage import (
+    ATTEMPT_TAG,
+    FAILURE_TAG,
+    LOSS_LABEL_TAG,
+    ROLE_TAG,
+    SWEEP_TAG,
+    TRIAL_TAG,
+)
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrackingLink, TrialConfig
 
@@ -197,8 +206,13 @@ class TrialLogger(Callback):  # type: ignore[misc]
         if trial_id in self._runs:
             self._next_attempt(self._runs[trial_id])
 
-    def finish(self, trial_id: str, config: Mapping[str, Any], status: str) -> None:
-        self.client.set_terminated(self.run_id(trial_id, config), status=status)
+    def finish(
+        self, trial_id: str, config: Mapping[str, Any], status: str, reason: str | None = None
+    ) -> None:
+        run_id = self.run_id(trial_id, config)
+        if reason is not None:
+            self.client.set_tag(run_id, FAILURE_TAG, reason)
+        self.client.set_terminated(run_id, status=status)
 
     # Ray Tune's hooks: each queues its write (``later``).
 
@@ -221,8 +235,21 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.later(lambda: self.finish(trial_id, config, "FINISHED"))  # scheduler stops too
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        from trainables.driver.reports import failure_reason
+
         trial_id, config = trial.trial_id, dict(trial.config)
-        self.later(lambda: self.finish(trial_id, config, "FAILED"))
+        reason = failure_reason(latest_error(trial))
+        self.later(lambda: self.finish(trial_id, config, "FAILED", reason))
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.flush()
+
+
+def latest_error(trial: Any) -> BaseException | str | None:
+    """The error the trial just raised: Ray writes it beside the trial on this node
+    before the hook runs and copies it to the storage path later."""
+    local = trial.pickled_error_file
+    if local and Path(local).exists():
+        error: BaseException = cloudpickle.loads(Path(local).read_bytes())
+        return error
+    return trial.get_pickled_error() or trial.get_error()

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response, status
 
 from search_spaces.presets import list_presets
+from search_spaces.reports import failed_trials, with_failures
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
@@ -163,8 +164,9 @@ def read_grid(
 ) -> Response:
     """The sweep's table over its finished trials: mean ± std over seeds per cell and
     the delta against ``ce``; the paper's layout unless ``rows``/``cols`` are given."""
-    finished = finished_rows(from_mlflow(lambda: trial_rows(tracking, sweep.id)), sweep.id)
-    content, media_type = render(build_table(finished, rows, cols, metric), fmt)
+    trials = from_mlflow(lambda: trial_rows(tracking, sweep.id))
+    table = build_table(finished_rows(trials, sweep.id), rows, cols, metric)
+    content, media_type = render(with_failures(table, failed_trials(trials)), fmt)
     return Response(content, media_type=media_type)
 
 
