@@ -7,10 +7,12 @@ service runs them before it stores a sweep, ``dicesweep run`` before it starts o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
-from search_spaces.datasets import LocalDataset, Split, get_dataset, resolve_inside
+from search_spaces.datasets import HubDataset, LocalDataset, Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue
 from search_spaces.spec import SweepSpec
 
@@ -26,12 +28,18 @@ def dataset_issues(
     Catalogue files must lie under ``datasets_dir``. A local folder must hold a train
     and a dev (or validation) file of its format; with ``roots`` (the service) it must
     also lie under one of them once every symlink is followed, and may not name
-    ``..``; without (the command line) any folder is read. Messages name the data
-    set and its path as the spec gave it, never where the data-sets folder is.
+    ``..``; without (the command line) any folder is read. A hub data set must be in
+    the Hugging Face cache or on a reachable hub. Messages name the data set and its
+    path as the spec gave it, never where the data-sets folder is.
     """
     issues = []
     for index, dataset in enumerate(spec.task.dataset):
         path = f"task.dataset[{index}]"
+        if isinstance(dataset, HubDataset):
+            problem = _hub_problem(dataset.hub, "dataset")
+            if problem is not None:
+                issues.append(SpecIssue(f"{path}.hub", f"data set {dataset.label!r}: {problem}"))
+            continue
         if isinstance(dataset, LocalDataset):
             problem = _local_problem(dataset, datasets_dir, roots)
             if problem is not None:
@@ -114,7 +122,7 @@ def model_issues(
             return [SpecIssue("model", escape)]
     folder = model_folder(model, base)
     if folder is None:
-        problem = _hub_problem(model)
+        problem = _hub_problem(model, "model")
     elif roots is not None and not _under(folder, roots):
         problem = f"model folder {model} {OUTSIDE_ROOTS}"
     elif not (folder / "config.json").is_file():
@@ -135,31 +143,45 @@ def _path_escape(model: str) -> str | None:
     )
 
 
-def _hub_problem(model: str) -> str | None:
-    """Why the hub id ``model`` cannot be loaded, or None when it can: its config is in
-    the Hugging Face cache, or the hub has it."""
-    from huggingface_hub import constants, file_exists, try_to_load_from_cache
+def _hub_problem(repo: str, kind: Literal["model", "dataset"]) -> str | None:
+    """Why the hub id ``repo`` (a model or a data set) cannot be loaded, or None when it
+    can: it is in the Hugging Face cache, or the hub has it."""
+    from huggingface_hub import constants, file_exists, repo_exists
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
     try:
-        validate_repo_id(model)
+        validate_repo_id(repo)
     except HFValidationError:
-        return f"{model!r} is neither a folder nor a Hugging Face hub id (org/name)"
-    cached = try_to_load_from_cache(model, "config.json", cache_dir=constants.HF_HUB_CACHE)
-    if isinstance(cached, str):
+        return f"{repo!r} is neither a folder nor a Hugging Face hub id (org/name)"
+    if _cached(repo, kind, Path(constants.HF_HUB_CACHE)):
         return None
-    not_cached = (
-        f"{model!r} is not a folder and not in the Hugging Face cache ({constants.HF_HUB_CACHE})"
-    )
-    fix = f"download it first (hf download {model}) or give a folder with its config.json"
-    if constants.HF_HUB_OFFLINE:
+    where = "not a folder and not" if kind == "model" else "not"
+    not_cached = f"{repo!r} is {where} in the Hugging Face cache ({constants.HF_HUB_CACHE})"
+    fix = f"download it first (hf download {repo}"
+    fix += ")" if kind == "model" else " --repo-type dataset)"
+    fix += " or give a folder with its config.json" if kind == "model" else " or give a folder"
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_DATASETS_OFFLINE") == "1":
         return f"{not_cached}, and the hub is off (HF_HUB_OFFLINE=1): {fix}"
     try:
-        found = file_exists(model, "config.json")
+        if kind == "model":
+            found = file_exists(repo, "config.json")
+        else:
+            found = repo_exists(repo, repo_type="dataset")
     except Exception as error:  # the hub's transport errors (DNS, TLS, timeouts, HTTP)
         return f"{not_cached}, and the hub cannot be reached ({type(error).__name__}): {fix}"
-    return None if found else f"no model {model!r} on the Hugging Face hub (no config.json)"
+    return None if found else f"no {kind} {repo!r} on the Hugging Face hub"
+
+
+def _cached(repo: str, kind: Literal["model", "dataset"], cache: Path) -> bool:
+    """Whether the Hugging Face cache holds ``repo``: a model's config.json, or any
+    snapshot file of a data set (as ``datasets`` downloaded it)."""
+    if kind == "model":
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo, "config.json", cache_dir=cache), str)
+    snapshots = cache / f"datasets--{repo.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(path.is_file() for path in snapshots.rglob("*"))
 
 
 def spec_size(spec: SweepSpec) -> int:

@@ -2,10 +2,10 @@
 
 The catalogue is pure data, shared by the service (to validate a spec's data-set
 names) and the trainables (to read the files). Its paths are relative to
-``DICESWEEP_DATASETS_DIR``; hub identifiers are for users who can reach a hub
-(``pip install dicesweep[hub]``). A ``LocalDataset`` is a folder of
+``DICESWEEP_DATASETS_DIR``. A ``LocalDataset`` is a folder of
 ``train.<ext>`` and ``dev.<ext>`` (or ``validation.<ext>``) files in one of
-``LOCAL_FORMATS``; ``dataset_info`` describes either kind alike.
+``LOCAL_FORMATS``; a ``HubDataset`` is a Hugging Face hub id (and config) loaded with
+``datasets``; ``dataset_info`` describes each kind alike.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 TaskKind = Literal["pi", "ner", "pos", "mrc"]
 Split = Literal["train", "eval", "test"]
-FileFormat = Literal["glue_tsv", "conll2003", "conllu", "squad_json", "pairs_tsv", "jsonl"]
+FileFormat = Literal["glue_tsv", "conll2003", "conllu", "squad_json", "pairs_tsv", "jsonl", "hub"]
 LocalFormat = Literal["conll", "conllu", "pairs-tsv", "squad-json", "jsonl"]
 # A local format's reader and the file extensions it looks for, in order.
 LOCAL_FORMATS: dict[LocalFormat, tuple[FileFormat, tuple[str, ...]]] = {
@@ -141,6 +141,75 @@ DATASETS: dict[str, DatasetInfo] = {
             hub_config="zh_gsd",
             description="UD Chinese GSD r1.4 (the paper's UD1.4), UPOS tags",
         ),
+        # The paper's other data sets: read when their files are in the data-sets
+        # folder with these names (docs/datasets.md says where each comes from).
+        DatasetInfo(
+            name="ontonotes4_zh",
+            kind="ner",
+            file_format="conll2003",
+            files={
+                "train": "ontonotes4/train.char.bmes",
+                "eval": "ontonotes4/dev.char.bmes",
+                "test": "ontonotes4/test.char.bmes",
+            },
+            hub_id="",
+            description="Chinese OntoNotes 4.0 NER, one character and its BMES tag a line "
+            "(the Lattice LSTM split); the paper's Table 10 NER set",
+        ),
+        DatasetInfo(
+            name="msra_ner",
+            kind="ner",
+            file_format="conll2003",
+            files={
+                "train": "msra/train.char.bmes",
+                "eval": "msra/dev.char.bmes",
+                "test": "msra/test.char.bmes",
+            },
+            hub_id="",
+            description="MSRA Chinese NER, one character and its BMES tag a line",
+        ),
+        DatasetInfo(
+            name="ctb5_pos",
+            kind="pos",
+            file_format="conll2003",
+            files={
+                "train": "ctb5/train.char.bmes",
+                "eval": "ctb5/dev.char.bmes",
+                "test": "ctb5/test.char.bmes",
+            },
+            hub_id="",
+            description="Chinese Treebank 5.0 POS, one character and its BMES-POS tag a line "
+            "(joint segmentation and tagging, scored on words as spans)",
+        ),
+        DatasetInfo(
+            name="ctb6_pos",
+            kind="pos",
+            file_format="conll2003",
+            files={
+                "train": "ctb6/train.char.bmes",
+                "eval": "ctb6/dev.char.bmes",
+                "test": "ctb6/test.char.bmes",
+            },
+            hub_id="",
+            description="Chinese Treebank 6.0 POS, as ctb5_pos",
+        ),
+        DatasetInfo(
+            name="quoref",
+            kind="mrc",
+            file_format="squad_json",
+            files={"train": "quoref/quoref-train-v0.1.json", "eval": "quoref/quoref-dev-v0.1.json"},
+            hub_id="allenai/quoref",
+            description="QuoRef (coreference-heavy reading comprehension, SQuAD-style JSON); "
+            "the paper's Table 10 MRC set",
+        ),
+        DatasetInfo(
+            name="squad_v2",
+            kind="mrc",
+            file_format="squad_json",
+            files={"train": "squad_v2/train-v2.0.json", "eval": "squad_v2/dev-v2.0.json"},
+            hub_id="rajpurkar/squad_v2",
+            description="SQuAD v2.0: a third of the questions have no answer (predicted empty)",
+        ),
         DatasetInfo(
             name="squad_v1",
             kind="mrc",
@@ -194,19 +263,41 @@ class LocalDataset(BaseModel):
         return ", ".join(f"{stem}.{ext}" for stem in SPLIT_STEMS[split] for ext in extensions)
 
 
-DatasetRef = str | LocalDataset
+HUB_ID_PATTERN = r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$"
+
+
+class HubDataset(BaseModel):
+    """A data set on the Hugging Face hub, loaded with ``datasets.load_dataset(hub,
+    config)``: its ``train`` and ``validation`` (or ``dev``) splits, records mapped by
+    the fields of the ``jsonl`` format (``trainables.data.hub``). ``name`` labels it
+    (default: the id's last part, and the config)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hub: str = Field(pattern=HUB_ID_PATTERN, max_length=200)
+    config: str | None = Field(None, pattern=r"^[\w.-]{1,100}$")
+    name: str | None = Field(None, min_length=1, max_length=100)
+
+    @property
+    def label(self) -> str:
+        default = self.hub.rsplit("/", 1)[-1] + (f"-{self.config}" if self.config else "")
+        return self.name or default
+
+
+DatasetRef = str | LocalDataset | HubDataset
 
 
 def dataset_label(dataset: DatasetRef | dict) -> str:
     """How tables, progress lines and MLflow name a data set (a trial's config holds a
-    local one as a plain dict)."""
+    local or hub one as a plain dict)."""
     if isinstance(dataset, dict):
-        dataset = LocalDataset.model_validate(dataset)
+        dataset = (HubDataset if "hub" in dataset else LocalDataset).model_validate(dataset)
     return dataset if isinstance(dataset, str) else dataset.label
 
 
 def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:
-    """Whether the Table 8 variants apply: a binary catalogue set, or a local pairs set."""
+    """Whether the Table 8 variants apply: a binary catalogue set, or a local or hub
+    pairs set."""
     return DATASETS[dataset].binary if isinstance(dataset, str) else kind == "pi"
 
 
@@ -221,7 +312,20 @@ def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path)
     if isinstance(dataset, str):
         return get_dataset(dataset)
     if kind is None:
-        raise ValueError(f"local data set {dataset.label!r} needs task.kind (pi, ner, pos, mrc)")
+        raise ValueError(f"data set {dataset.label!r} needs task.kind (pi, ner, pos, mrc)")
+    if isinstance(dataset, HubDataset):
+        return DatasetInfo(
+            name=dataset.label,
+            kind=kind,
+            file_format="hub",
+            files={},
+            hub_id=dataset.hub,
+            hub_config=dataset.config,
+            description=f"hub data set {dataset.hub}"
+            + (f" ({dataset.config})" if dataset.config else ""),
+            binary=kind == "pi",
+            labels=("0", "1") if kind == "pi" else (),
+        )
     files = {split: str(path) for split, path in dataset.split_files(datasets_dir).items()}
     return DatasetInfo(
         name=dataset.label,

@@ -40,10 +40,11 @@ class TaskSpec(Section):
     """Which data: one or more data sets and Table 8 variants (a grid of both), each
     given as one value or a list.
 
-    A data set is a catalogue name or a local folder ``{path, format}``
-    (``search_spaces.datasets.LocalDataset``). ``kind`` is optional for catalogue
-    names (given, every data set must be of that kind) and required with a local
-    folder. Variants other than ``original`` exist only for binary data sets.
+    A data set is a catalogue name, a local folder ``{path, format}``
+    (``search_spaces.datasets.LocalDataset``) or a hub id ``{hub, config}``
+    (``HubDataset``). ``kind`` is optional for catalogue names (given, every data set
+    must be of that kind) and required with a folder or a hub id. Variants other
+    than ``original`` exist only for binary data sets.
     ``positive_label`` is the scored class of a binary (``pi``) set: F1 is the F1
     of that label and the Table 8 variants are built around it
     (``trainables.data.variants``).
@@ -88,7 +89,7 @@ class TaskSpec(Section):
             if not isinstance(dataset, str):
                 if self.kind is None:
                     raise rule_error(
-                        "a local data set needs task.kind (pi, ner, pos or mrc)", "kind"
+                        "a local or hub data set needs task.kind (pi, ner, pos or mrc)", "kind"
                     )
                 continue
             kind = DATASETS[dataset].kind

@@ -218,7 +218,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
 
 
 def _plain(dataset: DatasetRef) -> Any:
-    """A catalogue name, or a local data set as a plain dict (Tune copies configs)."""
+    """A catalogue name, or a local or hub data set as a plain dict (Tune copies configs)."""
     return dataset if isinstance(dataset, str) else dataset.model_dump(exclude_none=True)
 
 

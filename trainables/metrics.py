@@ -159,20 +159,26 @@ def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
 def squad_metrics(
     predictions: Mapping[str, str], examples: Sequence[QAExample]
 ) -> dict[str, float]:
-    """Exact match and F1 over ``examples``, in percent, as the official script.
+    """Exact match and F1 over ``examples``, in percent, as the official scripts.
 
     ``predictions`` maps question ids to answer strings; a question without a
     prediction scores 0 (as in the official script), predictions for other ids
-    are ignored.
+    are ignored. A question without gold answers (SQuAD v2's unanswerable) scores 1
+    in both when the prediction is empty after normalisation, else 0, as the v2
+    script scores it.
 
     Raises:
-        ValueError: no examples, or an example without gold answers.
+        ValueError: no examples.
     """
     if not examples:
         raise ValueError("squad_metrics: no examples to score")
     exact = f1 = 0.0
     for example in examples:
         if example.qid not in predictions:
+            continue
+        if not example.answers:
+            right = float(normalize_answer(predictions[example.qid]) == "")
+            exact, f1 = exact + right, f1 + right
             continue
         gold = [answer.text for answer in example.answers]
         exact += squad_exact_match(predictions[example.qid], gold)

@@ -141,7 +141,11 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
     """
     info = request.dataset
     train, evaluation = _read(request, datasets_dir)
-    task = build_task(info.kind, _labels(info, datasets_dir), positive=request.positive_label)
+    # SQuAD v2 and the like: unanswerable training questions mean "no answer" is a prediction.
+    no_answer = any(isinstance(e, QAExample) and not e.answers for e in train)
+    task = build_task(
+        info.kind, _labels(info, datasets_dir), positive=request.positive_label, no_answer=no_answer
+    )
     tokenizer = _tokenizer(request, train, cache_dir)
     options = EncodeOptions(request.max_seq_length, request.doc_stride)
     key = _digest(

@@ -109,7 +109,8 @@ INVALID = {
     "unknown dataset": (
         {"task": {"dataset": ["mrpc", "imdb"]}},
         "task.dataset",
-        "unknown dataset 'imdb'; valid: conll2003, mrpc, qqp, squad_v1, ud_en_ewt, ud_zh_gsd",
+        "unknown dataset 'imdb'; valid: conll2003, ctb5_pos, ctb6_pos, mrpc, msra_ner, "
+        "ontonotes4_zh, qqp, quoref, squad_v1, squad_v2, ud_en_ewt, ud_zh_gsd",
     ),
     "variant on a non-binary data set": (
         {"task": {"dataset": "conll2003", "variant": ["original", "+positive"]}},

@@ -332,3 +332,15 @@ def test_a_model_folder_is_read_under_the_data_roots_and_needs_its_config(
     assert stored_sweeps(session_factory) == 0
     accepted = api.client.post("/v1/sweeps", json={**SMOKE, "model": "models/saved"})
     assert accepted.status_code == 201
+
+
+def test_an_uncached_hub_data_set_offline_is_refused_naming_its_field(
+    api: Api, session_factory: sessionmaker[Session], offline_hub: Path
+) -> None:
+    task = {"kind": "pi", "dataset": {"hub": "nyu-mll/glue", "config": "mrpc"}}
+    refused = api.client.post("/v1/sweeps", json={**SMOKE, "task": task})
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0, "hub"]
+    assert "the hub is off (HF_HUB_OFFLINE=1)" in issue["msg"]
+    assert stored_sweeps(session_factory) == 0

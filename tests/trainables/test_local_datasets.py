@@ -178,7 +178,7 @@ def local_spec(path: str, fmt: str = "conll", kind: str | None = "ner") -> Any:
 def test_a_local_data_set_needs_its_kind() -> None:
     with pytest.raises(SpecError) as caught:
         local_spec("mine", kind=None)
-    assert "task.kind" in str(caught.value) and "local data set needs task.kind" in str(
+    assert "task.kind" in str(caught.value) and "local or hub data set needs task.kind" in str(
         caught.value
     )
 

@@ -191,6 +191,20 @@ def test_squad_metrics_percent_with_an_unanswered_question() -> None:
     )
 
 
+def test_squad_v2_unanswerable_questions_score_an_empty_prediction() -> None:
+    examples = [
+        QAExample("q1", "t", "c", "Who won?", [Answer("Denver Broncos", 0)]),
+        QAExample("q2", "t", "c", "Who lost?", []),
+        QAExample("q3", "t", "c", "Who sang?", []),
+    ]
+    # q1 right; q2 answered with nothing (the article only, normalised away): right;
+    # q3 answered with a span: wrong, in both measures (the v2 script's rule).
+    predictions = {"q1": "Denver Broncos", "q2": "the", "q3": "Beyonce"}
+    assert squad_metrics(predictions, examples) == pytest.approx(
+        {"exact_match": 200 / 3, "f1": 200 / 3}
+    )
+
+
 @pytest.mark.data
 def test_squad_metrics_of_gold_answers_on_real_dev(datasets_dir: Path) -> None:
     examples = [e for e in load_split("squad_v1", "eval", datasets_dir) if isinstance(e, QAExample)]

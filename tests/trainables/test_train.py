@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from search_spaces.datasets import get_dataset
+from search_spaces.datasets import LocalDataset, dataset_info, get_dataset
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
@@ -174,6 +174,48 @@ def test_mrc_windows_point_at_the_answer_text(datasets_dir: Path, tmp_path: Path
         start = feature["offsets"][feature["start_positions"]][0]
         end = feature["offsets"][feature["end_positions"]][1]
         assert example.context[start:end] == example.answers[0].text
+
+
+def squad_v2_folder(datasets_dir: Path, folder: Path) -> Path:
+    """SQuAD v2-style files cut from v1.1 dev: each paragraph also gets its article's
+    neighbour's first question, unanswerable there (``answers: []``)."""
+    articles = json.loads((datasets_dir / "squad/dev-v1.1.json").read_text())["data"][:3]
+    for article in articles:
+        article["paragraphs"] = article["paragraphs"][:4]
+        for index, paragraph in enumerate(article["paragraphs"]):
+            other = article["paragraphs"][index - 1]["qas"][0]
+            unanswerable = {"id": f"{other['id']}-x", "question": other["question"]}
+            paragraph["qas"] = [*paragraph["qas"][:2], {**unanswerable, "answers": []}]
+    folder.mkdir(parents=True)
+    for name, chosen in (("train.json", articles[:2]), ("dev.json", articles[2:])):
+        (folder / name).write_text(json.dumps({"version": "v2.0", "data": chosen}))
+    return folder
+
+
+@pytest.mark.data
+def test_squad_v2_questions_without_an_answer_are_predicted_empty(
+    datasets_dir: Path, tmp_path: Path
+) -> None:
+    folder = squad_v2_folder(datasets_dir, tmp_path / "squad2")
+    info = dataset_info(LocalDataset(path=str(folder), format="squad-json"), "mrc", tmp_path)
+    data = load_trial_data(
+        DataRequest(info, "original", "tiny-bert", 128, 64, None, None), tmp_path, tmp_path
+    )
+    assert data.task.no_answer  # read from the unanswerable training questions
+    unanswerable = sum(not e.answers for e in data.eval_examples)
+    assert 0 < unanswerable < len(data.eval_examples)
+    batch = data.task.collate(data.eval_features, data.tokenizer.pad_token_id)
+
+    class Output:
+        def __init__(self) -> None:
+            logits = torch.zeros(batch["input_ids"].shape)
+            logits[:, 0] = 5.0  # [CLS] above every span
+            self.start_logits = self.end_logits = logits
+
+    # Every window scores [CLS] highest: each unanswerable question is right, no other.
+    metrics = data.task.evaluate(lambda _: Output(), [batch], data.eval_examples)
+    share = 100 * unanswerable / len(data.eval_examples)
+    assert metrics == pytest.approx({"exact_match": share, "f1": share})
 
 
 def test_bf16_autocast_path_runs_on_cpu(toy_home: DicesweepSettings) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from search_spaces.datasets import DatasetInfo, FileFormat, Split, get_dataset, resolve_inside
+from search_spaces.datasets import DatasetInfo, Split, get_dataset, resolve_inside
 from trainables.data.examples import Example, QAExample, TaggedSentence
+from trainables.data.hub import load_from_hub
 from trainables.data.own_formats import read_jsonl, read_pairs_tsv
 from trainables.data.readers import (
     read_conll2003,
@@ -17,7 +18,7 @@ from trainables.data.readers import (
     split_squad_by_article,
 )
 
-READERS: dict[FileFormat, Callable[[Path], Sequence[Example]]] = {
+READERS: dict[str, Callable[[Path], Sequence[Example]]] = {
     "glue_tsv": read_glue_tsv,
     "conll2003": read_conll2003,
     "conllu": read_conllu,
@@ -41,6 +42,8 @@ def load_split(dataset: DatasetInfo | str, split: Split, datasets_dir: Path) -> 
             the expected path and the setting ``DICESWEEP_DATASETS_DIR``.
     """
     info = get_dataset(dataset) if isinstance(dataset, str) else dataset
+    if info.file_format == "hub":
+        return load_from_hub(info, split)
     if split not in info.files:
         raise ValueError(
             f"data set {info.name!r} has no {split!r} split; available: {', '.join(info.files)}"

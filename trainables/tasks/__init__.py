@@ -11,15 +11,18 @@ from trainables.tasks.span import SpanExtraction
 from trainables.tasks.tagging import Tagging
 
 
-def build_task(kind: TaskKind, labels: Sequence[str], positive: int = 1) -> Task:
-    """The task adapter for ``kind`` (``positive``: the scored class of ``pi``);
-    raises ``ValueError`` listing the valid kinds."""
+def build_task(
+    kind: TaskKind, labels: Sequence[str], positive: int = 1, no_answer: bool = False
+) -> Task:
+    """The task adapter for ``kind`` (``positive``: the scored class of ``pi``;
+    ``no_answer``: ``mrc`` questions may have no answer, as in SQuAD v2); raises
+    ``ValueError`` listing the valid kinds."""
     if kind == "pi":
         return PairClassification(labels, positive)
     if kind in ("ner", "pos"):
         return Tagging(labels, kind=kind)
     if kind == "mrc":
-        return SpanExtraction(labels)
+        return SpanExtraction(labels, no_answer=no_answer)
     raise ValueError(f"unknown task kind {kind!r}; valid: mrc, ner, pi, pos")
 
 

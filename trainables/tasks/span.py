@@ -1,4 +1,4 @@
-"""Span extraction (machine reading comprehension, SQuAD v1.1 JSON).
+"""Span extraction (machine reading comprehension, SQuAD v1.1 and v2 JSON).
 
 Long contexts are split into windows of ``max_seq_length`` tokens, ``doc_stride``
 tokens apart. Start and end are two problems over positions, restricted to the
@@ -6,6 +6,11 @@ window's context tokens and ``[CLS]`` (the target of a window that does not hold
 the answer). With ``ce`` each is a softmax over those positions (the usual
 baseline); every other loss treats each position as a binary problem, with the
 context mask. Answers are scored with the official SQuAD normalisation.
+
+With ``no_answer`` (SQuAD v2: some questions have no answer in their paragraph) an
+unanswerable question is trained to point at ``[CLS]`` in every window, and a
+question is answered with nothing when its lowest ``[CLS]`` score over its windows
+beats its best span, as the official v2 baselines decode.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ class SpanExtraction(Task):
 
     kind = "mrc"
     padded_fields: ClassVar[dict[str, int]] = {"context_mask": 0}
+
+    def __init__(self, labels: Sequence[str] = (), no_answer: bool = False) -> None:
+        super().__init__(labels)
+        self.no_answer = no_answer
 
     def encode(
         self,
@@ -99,17 +108,24 @@ class SpanExtraction(Task):
         examples: Sequence[QAExample],
     ) -> dict[str, float]:
         best: dict[int, tuple[float, str]] = {}
+        null: dict[int, float] = {}  # the lowest [CLS] score of each question's windows
         for batch in batches:
             outputs = predict(batch)
             starts, ends = outputs.start_logits.float(), outputs.end_logits.float()
             for row in range(starts.shape[0]):
                 index = batch["example_index"][row]
+                score = float(starts[row, 0] + ends[row, 0])
+                null[index] = min(null.get(index, score), score)
                 candidate = _best_span(
                     starts[row], ends[row], batch["offsets"][row], examples[index].context
                 )
                 if candidate and (index not in best or candidate[0] > best[index][0]):
                     best[index] = candidate
         predictions = {examples[i].qid: text for i, (_, text) in best.items()}
+        if self.no_answer:
+            for index, score in null.items():
+                if index not in best or score > best[index][0]:
+                    predictions[examples[index].qid] = ""
         return squad_metrics(predictions, examples)
 
 

@@ -1,4 +1,5 @@
-"""Token tagging: NER over IOB2 tags (span F1) and POS over UPOS tags (word F1).
+"""Token tagging: NER over IOB2 tags (span F1) and POS over UPOS tags (word F1), or
+over character spans (``B-NN``/``I-NN``, CTB's joint segmentation and tagging: span F1).
 
 A word's tag is predicted at its first sub-word token; the other sub-words are
 ignored (-100) in the loss. Words cut off by ``max_seq_length`` are scored as
@@ -79,7 +80,8 @@ class Tagging(Task):
         batches: Sequence[Batch],
         examples: Sequence[TaggedSentence],
     ) -> dict[str, float]:
-        fallback = "O" if self.kind == "ner" else TRUNCATED
+        by_spans = self.kind == "ner" or self.spans
+        fallback = "O" if by_spans else TRUNCATED
         predicted: list[list[str]] = []
         gold: list[list[str]] = []
         for batch in batches:
@@ -91,5 +93,11 @@ class Tagging(Task):
                 tags = [self.labels[row[p]] for p in positions]
                 predicted.append(tags + [fallback] * (len(example.tags) - len(tags)))
                 gold.append(list(example.tags))
-        scorer = ner_metrics if self.kind == "ner" else pos_metrics
-        return scorer(predicted, gold)
+        return (ner_metrics if by_spans else pos_metrics)(predicted, gold)
+
+    @property
+    def spans(self) -> bool:
+        """POS tags given per character as spans (``B-NN``, ``I-NN``: CTB's joint
+        segmentation and tagging) are scored as spans, a word counting when its
+        boundaries and tag are right, as the paper scores Chinese POS."""
+        return bool(self.labels) and all(tag[:2] in ("B-", "I-") for tag in self.labels)
