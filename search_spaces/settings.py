@@ -49,6 +49,12 @@ class DicesweepSettings(BaseSettings):
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @field_validator("datasets_dir", "cache_dir")
+    @classmethod
+    def _absolute_path(cls, value: Path) -> Path:
+        # Jobs and trials run in other folders: a relative path would point elsewhere there.
+        return value.expanduser().absolute()
+
     @field_validator("ray_address")
     @classmethod
     def _gcs_address(cls, value: str | None) -> str | None:

@@ -1,4 +1,5 @@
-"""The ``dicesweep`` command: run sweeps, list presets, render a sweep's table, open MLflow.
+"""The dicesweep command: run sweeps here or through the service, follow them, render
+their tables, open MLflow.
 
 Torch is imported only by ``dicesweep run``, which runs the sweep driver
 (``trainables.driver.run``) in this process; the service's commands never import it.
@@ -7,12 +8,9 @@ Torch is imported only by ``dicesweep run``, which runs the sweep driver
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from search_spaces.settings import DicesweepSettings
 
@@ -153,42 +151,32 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
-def _api() -> Any:
-    """An HTTP client of the service at ``DICESWEEP_API_URL`` with ``DICESWEEP_API_KEY``."""
-    import httpx
-
-    url = os.environ.get("DICESWEEP_API_URL", "http://127.0.0.1:8000")
-    key = os.environ.get("DICESWEEP_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=url, headers=headers, timeout=30)
-
-
-def _show(response: Any) -> int:
-    print(json.dumps(response.json(), indent=2))
-    return 0 if response.is_success else 1
-
-
 def cmd_submit(args: argparse.Namespace) -> int:
-    """Submit a sweep to the service (``DICESWEEP_API_URL``); prints the sweep."""
+    """Submit a spec to the service; ``--wait`` follows the sweep to its end."""
     from search_spaces.spec_file import SpecFileError, read_spec_file
+    from sweep_service import client
 
     try:
         spec = read_spec_file(args.spec)
     except SpecFileError as error:
         print(error, file=sys.stderr)
         return 2
-    with _api() as api:
-        return _show(api.post("/v1/sweeps", json=spec))
+    return client.submit(spec, args.wait)
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    """A submitted sweep's status, trial counts and best trial."""
-    with _api() as api:
-        return _show(api.get(f"/v1/sweeps/{args.sweep_id}"))
+def _remote(args: argparse.Namespace) -> int:
+    """``status``, ``list``, ``trials`` and ``cancel`` (``sweep_service.client``)."""
+    from sweep_service import client
+
+    if args.command == "list":
+        return client.list_sweeps(args.limit)
+    action = {"status": client.status, "trials": client.trials, "cancel": client.cancel}
+    return action[args.command](args.sweep_id)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dicesweep", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="dicesweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"dicesweep {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run (or resume) a sweep here, on a local Ray head")
     run.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
@@ -210,18 +198,30 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="default: DICESWEEP_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: DICESWEEP_PORT or 8000")
     serve.set_defaults(handler=cmd_serve)
-    submit = sub.add_parser("submit", help="submit a spec to the service (DICESWEEP_API_URL)")
+    # The service's address: DICESWEEP_API_URL, else DICESWEEP_HOST and DICESWEEP_PORT.
+    submit = sub.add_parser("submit", help="submit a spec to the service")
     submit.add_argument("spec", help="YAML/JSON spec file, or - for stdin")
+    submit.add_argument(
+        "--wait", action="store_true", help="follow it to its end; exit 0 if it succeeded"
+    )
     submit.set_defaults(handler=cmd_submit)
-    status = sub.add_parser("status", help="a submitted sweep's status")
-    status.add_argument("sweep_id")
-    status.set_defaults(handler=cmd_status)
+    listing = sub.add_parser("list", help="the service's sweeps, newest first")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.set_defaults(handler=_remote)
+    for name, text in (
+        ("status", "a submitted sweep's status, trial counts and best trial"),
+        ("trials", "a submitted sweep's trials, with failure reasons"),
+        ("cancel", "stop a submitted sweep"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("sweep_id")
+        command.set_defaults(handler=_remote)
     keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
     create.add_argument("--owner", required=True)
-    listing = keys_sub.add_parser("list", help="an owner's keys")
-    listing.add_argument("--owner", required=True)
+    owned = keys_sub.add_parser("list", help="an owner's keys")
+    owned.add_argument("--owner", required=True)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("prefix")
     keys.set_defaults(handler=cmd_keys)
@@ -236,7 +236,22 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "run" and bool(args.spec) == bool(args.preset):
         build_parser().error("run: give a spec file or --preset, not both")
-    sys.exit(args.handler(args))
+    from sweep_service.client import ClientError
+
+    try:
+        sys.exit(args.handler(args))
+    except ClientError as error:
+        print(f"dicesweep {args.command}: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dicesweep")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress
 
@@ -69,3 +69,18 @@ def _parent_run_id(client: MlflowClient, experiment_id: str, sweep_id: str) -> s
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"
     runs = client.search_runs([experiment_id], query, max_results=1)
     return str(runs[0].info.run_id) if runs else None
+
+
+def close_open_runs(client: MlflowClient, sweep_id: str, status: str, reason: str) -> int:
+    """Mark the sweep's runs still RUNNING in MLflow (its parent and trials) as
+    ``status`` (KILLED, FAILED) with ``reason`` in ``dicesweep.failure``: a driver that
+    was stopped or died cannot close them itself. Returns how many were closed."""
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return 0
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and attributes.status = 'RUNNING'"
+    runs = client.search_runs([experiment.experiment_id], query, max_results=10_000)
+    for run in runs:
+        client.set_tag(run.info.run_id, FAILURE_TAG, reason[:500])
+        client.set_terminated(run.info.run_id, status)
+    return len(runs)

@@ -49,6 +49,8 @@ from sweep_service.store import (
 log = logging.getLogger(__name__)
 # Reads a sweep's progress from its tracking store (``progress.read_progress``).
 ProgressReader = Callable[[Sweep], TrialProgress]
+# Closes a finished sweep's MLflow runs left RUNNING: (sweep, KILLED|FAILED, reason).
+RunCloser = Callable[[Sweep, str, str], object]
 # Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid spec.
 FINAL_EXIT_CODES = {1, 2}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
@@ -70,10 +72,12 @@ class Reconciler:
         max_resubmissions: int,
         interval_s: float = 2.0,
         progress: ProgressReader | None = None,
+        close_runs: RunCloser | None = None,
     ) -> None:
         self._sessions = session_factory
         self._runner = runner
         self._progress = progress
+        self._close_runs = close_runs
         self._max_resubmissions = max_resubmissions
         self._interval_s = interval_s
         self._stop = threading.Event()
@@ -126,6 +130,7 @@ class Reconciler:
                 self._runner.stop(job)
             else:
                 transition_sweep(session, sweep.id, SweepStatus.CANCELLED, job_status=state)
+                self._closed(session, sweep, "KILLED", "cancelled")
             return
         if state is JobState.RUNNING:
             if sweep.status is not SweepStatus.RUNNING:
@@ -138,6 +143,7 @@ class Reconciler:
             transition_sweep(
                 session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]
             )
+            self._closed(session, sweep, "FAILED", f"the sweep's driver failed: {message[-400:]}")
         elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
             self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {message[-500:]}")
 
@@ -147,12 +153,22 @@ class Reconciler:
                 session, sweep.id, max_resubmissions=self._max_resubmissions, message=reason
             )
         except ResubmissionLimitError:
-            transition_sweep(
-                session,
-                sweep.id,
-                SweepStatus.FAILED,
-                message=f"{reason} (resubmitted {self._max_resubmissions} times already)",
-            )
+            message = f"{reason} (resubmitted {self._max_resubmissions} times already)"
+            transition_sweep(session, sweep.id, SweepStatus.FAILED, message=message)
+            self._closed(session, sweep, "FAILED", message)
+
+    def _closed(self, session: Session, sweep: Sweep, status: str, reason: str) -> None:
+        """Close the runs a stopped or dead driver left RUNNING, then store the progress
+        they now show (a tracking store that does not answer is retried by nobody: the
+        runs stay RUNNING, as before, and the sweep's status is already right)."""
+        if self._close_runs is None:
+            return
+        try:
+            self._close_runs(sweep, status, reason)
+        except Exception as error:  # MLflow raises what its store or transport raises
+            log.warning("sweep %s: runs not closed in MLflow: %s", sweep.id, error)
+            return
+        self._sync_progress(session, sweep)
 
     def start(self) -> None:
         """Run passes every ``interval_s`` in a daemon thread until ``stop``."""

@@ -220,7 +220,7 @@ def serve(settings: ServiceSettings) -> None:
     from mlflow.tracking import MlflowClient
 
     from sweep_service.api import create_app
-    from sweep_service.progress import read_progress
+    from sweep_service.progress import close_open_runs, read_progress
     from sweep_service.reconciler import Reconciler
     from sweep_service.runner import RayJobRunner
     from sweep_service.store import create_engine_for, create_session_factory, upgrade
@@ -241,6 +241,9 @@ def serve(settings: ServiceSettings) -> None:
             settings.max_resubmissions,
             settings.reconcile_interval_s,
             progress=lambda sweep: read_progress(tracking, sweep.id, sweep.mlflow_parent_run_id),
+            close_runs=lambda sweep, status, reason: close_open_runs(
+                tracking, sweep.id, status, reason
+            ),
         )
         reconciler.start()
         log.info("Ray Jobs at %s; store %s", address, settings.database_url)

@@ -1,10 +1,13 @@
-"""``dicesweep keys``: a key is printed once, stored hashed, listed and revoked."""
+"""``dicesweep keys``: a key is printed once, stored hashed, listed and revoked; the
+commands that talk to a service say in one line when it is not there."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -41,3 +44,45 @@ def test_create_list_and_revoke_a_key(tmp_path: Path) -> None:
     with sessions() as session, pytest.raises(store.AuthenticationError):
         store.authenticate(session, plain)
     assert "revoked" in dicesweep(tmp_path, "keys", "list", "--owner", "alice").stdout
+
+
+def test_a_service_that_is_not_there_is_one_line_naming_the_address(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+    env.update(DICESWEEP_HOME=str(tmp_path), DICESWEEP_PORT=str(port))
+    result = subprocess.run(
+        [sys.executable, "-m", "sweep_service.cli", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"dicesweep list: cannot reach the dicesweep service at http://127.0.0.1:{port} "
+    )
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_version_and_help_read_plainly() -> None:
+    version = subprocess.run(
+        [sys.executable, "-m", "sweep_service.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert version.stdout.strip() == f"dicesweep {metadata.version('dicesweep')}"
+    usage = subprocess.run(
+        [sys.executable, "-m", "sweep_service.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "``" not in usage.stdout
+    for command in ("submit", "list", "status", "trials", "cancel"):
+        assert command in usage.stdout

@@ -3,6 +3,7 @@ MLflow, sweeps submitted, watched, cancelled and carried across a restart over H
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,8 @@ from mlflow.tracking import MlflowClient
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import get_preset
 from tests.conftest import short_home_folder
+
+CLI = [sys.executable, "-m", "sweep_service.cli"]
 
 pytestmark = pytest.mark.data
 
@@ -125,12 +128,25 @@ def test_smoke_sweeps_of_two_services_side_by_side(service: Service, datasets_di
         other = Service(other_home, datasets_dir)
         other.start()
         try:
-            beside = other.http.post("/v1/sweeps", json={"extends": "smoke"})
-            assert beside.status_code == 201, beside.text
+            # Beside it, `dicesweep submit --wait` follows a sweep on the other service
+            # (found by DICESWEEP_PORT), printing plain lines since stdout is a pipe.
+            (other_home / "smoke.yaml").write_text("extends: smoke\n")
+            beside = subprocess.Popen(
+                [*CLI, "submit", "--wait", str(other_home / "smoke.yaml")],
+                env=other.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             check_smoke_sweep(service)
-            other_id = beside.json()["id"]
-            wait(lambda: other.sweep(other_id)["status"] in ("succeeded", "failed"), 420, "it")
-            assert other.sweep(other_id)["status"] == "succeeded", other.log_tail()
+            out, err = beside.communicate(timeout=420)
+            assert beside.returncode == 0, (out, err, other.log_tail())
+            lines = out.splitlines()
+            assert lines[0].startswith("sweep ") and lines[0].endswith("(smoke): 2 trials")
+            assert "\x1b" not in out  # no escape codes when stdout is not a terminal
+            assert any(line.startswith("running: ") for line in lines), out
+            assert "succeeded: 2 done, 0 running, 0 failed, best eval_f1 " in out
+            assert lines[-1].startswith(f"sweep {lines[0].split()[1]}: succeeded; best ")
         finally:
             other.stop()
         for home in (service.home, other_home):
@@ -151,7 +167,7 @@ def check_smoke_sweep(service: Service) -> None:
     sweep_id = created.json()["id"]
     wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 420, "the sweep")
     sweep = service.sweep(sweep_id)
-    assert sweep["status"] == "succeeded", service.log_tail()
+    assert sweep["status"] == "succeeded", sweep["message"][-3000:]
     assert sweep["trials"]["done"] == 2 and sweep["trials"]["failed"] == 0
     assert sweep["best_trial"]["eval_f1"] >= 0
     for fmt, marker in [
@@ -177,15 +193,54 @@ def check_smoke_sweep(service: Service) -> None:
     assert "libtorch" not in Path(f"/proc/{service.process.pid}/maps").read_text()
 
 
-def test_cancel_a_running_sweep(service: Service) -> None:
+def cli(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
+    """``dicesweep ARGS`` against ``service`` (its DICESWEEP_PORT)."""
+    return subprocess.run(
+        [*CLI, *args], env=service.env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
     long = {"extends": "smoke", "training": {"epochs": 50, "eval_every_steps": 2}}
-    sweep_id = service.http.post("/v1/sweeps", json=long).json()["id"]
+    (service.home / "long.yaml").write_text(yaml.safe_dump(long))
+    submitted = cli(service, "submit", str(service.home / "long.yaml"))
+    assert submitted.returncode == 0, submitted.stderr
+    sweep_id = json.loads(submitted.stdout)["id"]
     wait(lambda: service.sweep(sweep_id)["status"] == "running", 240, "the sweep to run")
-    cancelled = service.http.post(f"/v1/sweeps/{sweep_id}/cancel")
-    assert cancelled.status_code in (200, 202), cancelled.text
+    listed = cli(service, "list").stdout.splitlines()
+    assert listed[0].split() == ["id", "name", "status", "trials", "submitted"]
+    assert listed[1].split()[:4] == [sweep_id, "smoke", "running", "2"]
+    wait(lambda: "RUNNING" in cli(service, "trials", sweep_id).stdout, 120, "a trial to run")
+    cancelled = cli(service, "cancel", sweep_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.strip() in (
+        f"sweep {sweep_id}: cancelling",
+        f"sweep {sweep_id}: cancelled",
+    )
     wait(lambda: service.sweep(sweep_id)["status"] == "cancelled", 180, "the cancel")
-    again = service.http.post(f"/v1/sweeps/{sweep_id}/cancel")
-    assert again.status_code == 409
+    again = cli(service, "cancel", sweep_id)
+    assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1
+    assert again.stderr.startswith(f"dicesweep cancel: POST /v1/sweeps/{sweep_id}/cancel: HTTP 409")
+    trials = cli(service, "trials", sweep_id).stdout.splitlines()
+    assert trials[0].split() == [
+        "loss",
+        "dataset",
+        "variant",
+        "seed",
+        "status",
+        "eval_f1",
+        "reason",
+    ]
+    # The stopped driver could not close its runs: the service did, with the reason.
+    assert {line.split()[4] for line in trials[1:]} <= {"KILLED", "FINISHED"}
+    killed = [line.split() for line in trials[1:] if line.split()[4] == "KILLED"]
+    assert killed and all(fields[-1] == "cancelled" for fields in killed), trials
+    client = MlflowClient(f"sqlite:///{service.home / 'mlflow.db'}")
+    (parent,) = client.search_runs(
+        [client.get_experiment_by_name(EXPERIMENT).experiment_id],
+        f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'",
+    )
+    assert parent.info.status == "KILLED"
 
 
 def test_restart_mid_sweep_finishes_every_trial(service: Service) -> None:
@@ -212,6 +267,6 @@ def test_restart_mid_sweep_finishes_every_trial(service: Service) -> None:
     service.start()
     wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 600, "the sweep")
     sweep = service.sweep(sweep_id)
-    assert sweep["status"] == "succeeded", service.log_tail()
+    assert sweep["status"] == "succeeded", sweep["message"][-3000:]
     runs = trial_runs(service.home, sweep_id)
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)  # no duplicates

@@ -1,0 +1,192 @@
+"""The ``dicesweep`` commands that talk to a running service over REST: ``submit``
+(``--wait`` follows the sweep to its end), ``status``, ``list``, ``trials``, ``cancel``.
+
+The address is ``DICESWEEP_API_URL``, else ``http://DICESWEEP_HOST:DICESWEEP_PORT``
+(127.0.0.1:8000 by default, as ``dicesweep serve`` listens); ``DICESWEEP_API_KEY`` is
+sent as a bearer token. A service that cannot be reached, or a refusal, is one line
+on standard error naming the address or the service's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+POLL_SECONDS = 2.0
+FINISHED = {"succeeded", "failed", "cancelled"}
+
+
+class ClientError(Exception):
+    """A request that did not succeed, as one line for the terminal."""
+
+
+def api_url() -> str:
+    """The service's address: ``DICESWEEP_API_URL``, else host and port."""
+    if url := os.environ.get("DICESWEEP_API_URL"):
+        return url.rstrip("/")
+    host = os.environ.get("DICESWEEP_HOST", "127.0.0.1")
+    host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # where a server listens
+    return f"http://{host}:{os.environ.get('DICESWEEP_PORT', '8000')}"
+
+
+class Api:
+    """An HTTP client of the service whose failures are ``ClientError``s."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            raise ClientError(
+                f"cannot reach the dicesweep service at {self.http.base_url} "
+                f"({type(error).__name__}: {error}); start it with `dicesweep serve` or set "
+                "DICESWEEP_API_URL"
+            ) from None
+        if response.is_success:
+            return response.json()
+        raise ClientError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    detail = body.get("detail") if isinstance(body, dict) else body
+    if isinstance(detail, list):  # validation issues: field and rule each
+        return "; ".join(
+            f"{'.'.join(str(p) for p in item.get('loc', [])[1:])}: {item.get('msg')}"
+            for item in detail
+        )
+    return str(detail)
+
+
+@contextmanager
+def connect() -> Iterator[Api]:
+    key = os.environ.get("DICESWEEP_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with httpx.Client(base_url=api_url(), headers=headers, timeout=30) as http:
+        yield Api(http)
+
+
+def submit(spec: dict[str, Any], wait: bool) -> int:
+    """Submit ``spec``; print the sweep, or with ``wait`` follow it to its end (exit 0
+    when it succeeded, 1 otherwise)."""
+    with connect() as api:
+        sweep = api.call("POST", "/v1/sweeps", json=spec)
+        if not wait:
+            print(json.dumps(sweep, indent=2))
+            return 0
+        print(f"sweep {sweep['id']} ({sweep['name']}): {sweep['trial_count']} trials")
+        final = follow(api, sweep["id"], sweep["trial_count"])
+    best = final.get("best_trial")
+    shown = (
+        f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}" if best else ""
+    )
+    print(f"sweep {final['id']}: {final['status']}{shown}")
+    if final.get("message") and final["status"] != "succeeded":
+        print(final["message"], file=sys.stderr)
+    return 0 if final["status"] == "succeeded" else 1
+
+
+def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
+    """Poll the sweep until it has finished, with a progress bar on a terminal and a
+    line per change otherwise; returns its last state."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    interactive = sys.stdout.isatty()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[state]}"),
+    )
+    last_line = ""
+    with Progress(*columns, disable=not interactive, transient=False) as progress:
+        task = progress.add_task("trials", total=total, state="")
+        while True:
+            sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
+            counts = sweep["trials"]
+            best = sweep.get("best_trial")
+            state = f"{sweep['status']}: {counts['done']} done, {counts['running']} running, "
+            state += f"{counts['failed']} failed"
+            state += f", best eval_f1 {best['eval_f1']:.2f}" if best else ""
+            progress.update(task, completed=counts["done"] + counts["failed"], state=state)
+            if not interactive and state != last_line:
+                print(state, flush=True)
+                last_line = state
+            if sweep["status"] in FINISHED:
+                return dict(sweep)
+            time.sleep(POLL_SECONDS)
+
+
+def status(sweep_id: str) -> int:
+    with connect() as api:
+        print(json.dumps(api.call("GET", f"/v1/sweeps/{sweep_id}"), indent=2))
+    return 0
+
+
+def list_sweeps(limit: int) -> int:
+    """The newest ``limit`` sweeps, one line each."""
+    with connect() as api:
+        page = api.call("GET", "/v1/sweeps", params={"limit": limit})
+    rows = [
+        (s["id"], s["name"], s["status"], str(s["trial_count"]), s["created_at"][:19])
+        for s in page["data"]
+    ]
+    _table(("id", "name", "status", "trials", "submitted"), rows)
+    if page["count"] > len(rows):
+        print(f"({len(rows)} of {page['count']}; --limit shows more)", file=sys.stderr)
+    return 0
+
+
+def trials(sweep_id: str) -> int:
+    """A sweep's trials, one line each, with the failure reason of a failed one."""
+    with connect() as api:
+        found, token = [], None
+        while True:
+            params = {"limit": 100, **({"page_token": token} if token else {})}
+            page = api.call("GET", f"/v1/sweeps/{sweep_id}/trials", params=params)
+            found += page["data"]
+            token = page["next_page_token"]
+            if token is None:
+                break
+    rows = []
+    for trial in found:
+        f1 = trial["metrics"].get("eval_f1")
+        rows.append(
+            (
+                trial["loss"],
+                trial["dataset"],
+                trial["variant"],
+                str(trial["seed"]),
+                trial["status"],
+                "" if f1 is None else f"{f1:.2f}",
+                trial.get("failure_reason") or "",
+            )
+        )
+    _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
+    return 0
+
+
+def cancel(sweep_id: str) -> int:
+    with connect() as api:
+        sweep = api.call("POST", f"/v1/sweeps/{sweep_id}/cancel")
+    print(f"sweep {sweep['id']}: {sweep['status']}")
+    return 0
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    from tabulate import tabulate
+
+    print(tabulate(rows, headers=header, tablefmt="plain", disable_numparse=True))
