@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session, sessionmaker
 
+from search_spaces.lineage import FAILURE_TAG
+from sweep_service.progress import close_open_runs, read_progress
 from sweep_service.reconciler import Reconciler, driver_failed_for_good
 from sweep_service.runner import JobState
 from sweep_service.store import (
@@ -17,6 +20,7 @@ from sweep_service.store import (
     create_sweep,
     get_sweep,
 )
+from tests.service.api_fixtures import FakeTrial, write_parent, write_trials
 from tests.service.factories import make_draft
 
 
@@ -218,3 +222,37 @@ def test_an_unreachable_tracking_store_delays_progress_not_status(
     progress.now[sweep_id] = TrialProgress(done=2)
     reconciler.run_once()  # the finished sweep is read as soon as MLflow answers
     assert status(session_factory, alice, sweep_id).trials_done == 2
+
+
+def test_a_driver_failed_for_good_has_its_open_runs_closed_with_the_reason(
+    session_factory: sessionmaker[Session], alice: Owner, tracking: MlflowClient
+) -> None:
+    runner = ScriptedRunner()
+    with session_factory() as session:
+        sweep_id = create_sweep(session, alice.id, make_draft("r")).sweep.id
+    parent = write_parent(tracking, sweep_id)
+    running, finished = write_trials(
+        tracking,
+        sweep_id,
+        [FakeTrial({"name": "ce"}, status="RUNNING"), FakeTrial({"name": "dice"}, eval_f1=70.0)],
+    )
+    reconciler = Reconciler(
+        session_factory,
+        runner,
+        max_resubmissions=2,
+        progress=lambda sweep: read_progress(tracking, sweep.id),
+        close_runs=lambda sweep, state, reason: close_open_runs(tracking, sweep.id, state, reason),
+    )
+    reconciler.run_once()
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1")
+    reconciler.run_once()
+    assert status(session_factory, alice, sweep_id).status is SweepStatus.FAILED
+    for run_id in (parent, running):
+        run = tracking.get_run(run_id)
+        assert run.info.status == "FAILED"
+        assert run.data.tags[FAILURE_TAG].startswith("the sweep's driver failed: ")
+        assert "exit code 1" in run.data.tags[FAILURE_TAG]
+    assert tracking.get_run(finished).info.status == "FINISHED"  # left as it ended
+    assert FAILURE_TAG not in tracking.get_run(finished).data.tags
+    sweep = status(session_factory, alice, sweep_id)
+    assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 1, 1)
