@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from search_spaces.datasets import HubDataset, LocalDataset, Split, get_dataset, resolve_inside
+from search_spaces.dataset_refs import HubDataset, LocalDataset
+from search_spaces.datasets import Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue
 from search_spaces.spec import SweepSpec
 

@@ -1,11 +1,9 @@
-"""The data sets a spec can name: the catalogue, and a researcher's own folders.
+"""The catalogue of named data sets, and the words every data set is described in.
 
 The catalogue is pure data, shared by the service (to validate a spec's data-set
 names) and the trainables (to read the files). Its paths are relative to
-``DICESWEEP_DATASETS_DIR``. A ``LocalDataset`` is a folder of
-``train.<ext>`` and ``dev.<ext>`` (or ``validation.<ext>``) files in one of
-``LOCAL_FORMATS``; a ``HubDataset`` is a Hugging Face hub id (and config) loaded with
-``datasets``; ``dataset_info`` describes each kind alike.
+``DICESWEEP_DATASETS_DIR``. A researcher's own folders and hub data sets are in
+``search_spaces.dataset_refs``.
 """
 
 from __future__ import annotations
@@ -14,25 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 TaskKind = Literal["pi", "ner", "pos", "mrc"]
 Split = Literal["train", "eval", "test"]
 FileFormat = Literal["glue_tsv", "conll2003", "conllu", "squad_json", "pairs_tsv", "jsonl", "hub"]
-LocalFormat = Literal["conll", "conllu", "pairs-tsv", "squad-json", "jsonl"]
-# A local format's reader and the file extensions it looks for, in order.
-LOCAL_FORMATS: dict[LocalFormat, tuple[FileFormat, tuple[str, ...]]] = {
-    "conll": ("conll2003", ("conll", "txt")),
-    "conllu": ("conllu", ("conllu",)),
-    "pairs-tsv": ("pairs_tsv", ("tsv",)),
-    "squad-json": ("squad_json", ("json",)),
-    "jsonl": ("jsonl", ("jsonl",)),
-}
-SPLIT_STEMS: dict[Split, tuple[str, ...]] = {
-    "train": ("train",),
-    "eval": ("dev", "validation"),
-    "test": ("test",),
-}
 # The data-set variants of the paper's Table 8 (binary data sets only), in its column order.
 Variant = Literal["original", "+positive", "+negative", "-negative", "+positive&negative"]
 VARIANTS: tuple[Variant, ...] = (
@@ -221,123 +203,6 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
     )
 }
-
-
-class LocalDataset(BaseModel):
-    """A researcher's own data set: a folder and the format of its files.
-
-    ``path`` is relative to the data-sets folder or absolute (the service accepts only
-    folders under its data roots; ``dicesweep run`` any folder). ``name`` labels it in
-    tables and MLflow (default: the folder's name).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str = Field(min_length=1, max_length=4096)
-    format: LocalFormat
-    name: str | None = Field(None, min_length=1, max_length=100)
-
-    @property
-    def label(self) -> str:
-        return self.name or Path(self.path).name or self.path
-
-    def folder(self, datasets_dir: Path) -> Path:
-        """The folder, relative paths taken under ``datasets_dir``."""
-        return datasets_dir / Path(self.path).expanduser()
-
-    def split_files(self, datasets_dir: Path) -> dict[Split, Path]:
-        """The files of the folder's splits that exist, e.g. ``{"train": .../train.conll}``."""
-        folder = self.folder(datasets_dir)
-        extensions = LOCAL_FORMATS[self.format][1]
-        found: dict[Split, Path] = {}
-        for split, stems in SPLIT_STEMS.items():
-            candidates = [folder / f"{stem}.{ext}" for stem in stems for ext in extensions]
-            existing = [path for path in candidates if path.is_file()]
-            if existing:
-                found[split] = existing[0]
-        return found
-
-    def expected_files(self, split: Split) -> str:
-        """The names a split may have, for messages: ``dev.conll, dev.txt, ...``."""
-        extensions = LOCAL_FORMATS[self.format][1]
-        return ", ".join(f"{stem}.{ext}" for stem in SPLIT_STEMS[split] for ext in extensions)
-
-
-HUB_ID_PATTERN = r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$"
-
-
-class HubDataset(BaseModel):
-    """A data set on the Hugging Face hub, loaded with ``datasets.load_dataset(hub,
-    config)``: its ``train`` and ``validation`` (or ``dev``) splits, records mapped by
-    the fields of the ``jsonl`` format (``trainables.data.hub``). ``name`` labels it
-    (default: the id's last part, and the config)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    hub: str = Field(pattern=HUB_ID_PATTERN, max_length=200)
-    config: str | None = Field(None, pattern=r"^[\w.-]{1,100}$")
-    name: str | None = Field(None, min_length=1, max_length=100)
-
-    @property
-    def label(self) -> str:
-        default = self.hub.rsplit("/", 1)[-1] + (f"-{self.config}" if self.config else "")
-        return self.name or default
-
-
-DatasetRef = str | LocalDataset | HubDataset
-
-
-def dataset_label(dataset: DatasetRef | dict) -> str:
-    """How tables, progress lines and MLflow name a data set (a trial's config holds a
-    local or hub one as a plain dict)."""
-    if isinstance(dataset, dict):
-        dataset = (HubDataset if "hub" in dataset else LocalDataset).model_validate(dataset)
-    return dataset if isinstance(dataset, str) else dataset.label
-
-
-def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:
-    """Whether the Table 8 variants apply: a binary catalogue set, or a local or hub
-    pairs set."""
-    return DATASETS[dataset].binary if isinstance(dataset, str) else kind == "pi"
-
-
-def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path) -> DatasetInfo:
-    """The catalogue's entry of a name, or the description of a local folder (its
-    ``kind`` given by the spec). Local files are absolute paths in ``files``.
-
-    Raises:
-        UnknownDatasetError: an unknown name.
-        ValueError: a local data set without ``kind``.
-    """
-    if isinstance(dataset, str):
-        return get_dataset(dataset)
-    if kind is None:
-        raise ValueError(f"data set {dataset.label!r} needs task.kind (pi, ner, pos, mrc)")
-    if isinstance(dataset, HubDataset):
-        return DatasetInfo(
-            name=dataset.label,
-            kind=kind,
-            file_format="hub",
-            files={},
-            hub_id=dataset.hub,
-            hub_config=dataset.config,
-            description=f"hub data set {dataset.hub}"
-            + (f" ({dataset.config})" if dataset.config else ""),
-            binary=kind == "pi",
-            labels=("0", "1") if kind == "pi" else (),
-        )
-    files = {split: str(path) for split, path in dataset.split_files(datasets_dir).items()}
-    return DatasetInfo(
-        name=dataset.label,
-        kind=kind,
-        file_format=LOCAL_FORMATS[dataset.format][0],
-        files=files,
-        hub_id="",
-        description=f"local {dataset.format} data set at {dataset.path}",
-        binary=is_binary(dataset, kind),
-        labels=("0", "1") if kind == "pi" else (),
-        local=True,
-    )
 
 
 def get_dataset(name: str) -> DatasetInfo:

@@ -11,16 +11,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from search_spaces.dataset_refs import DatasetRef, dataset_label, is_binary
 from search_spaces.datasets import (
     DATASETS,
     VARIANTS,
-    DatasetRef,
     TaskKind,
     UnknownDatasetError,
     Variant,
-    dataset_label,
     get_dataset,
-    is_binary,
 )
 from search_spaces.errors import rule_error
 from search_spaces.losses import LossSpec

@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from search_spaces.datasets import dataset_label
+from search_spaces.dataset_refs import dataset_label
 from search_spaces.errors import SpecError, SpecIssue, rule_error
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec

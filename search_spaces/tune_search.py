@@ -33,7 +33,7 @@ from ray.tune.search import Repeater, Searcher
 from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.repeater import TRIAL_INDEX
 
-from search_spaces.datasets import DatasetRef
+from search_spaces.dataset_refs import DatasetRef
 from search_spaces.loss_entries import (
     Choice,
     LogUniform,

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from search_spaces.datasets import dataset_info, get_dataset
+from search_spaces.dataset_refs import dataset_info
+from search_spaces.datasets import get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE, Reporter, fit

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from search_spaces.datasets import dataset_label
+from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports.formats import STATS, format_value, ordered
 
 METRICS = (

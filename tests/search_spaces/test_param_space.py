@@ -87,16 +87,7 @@ def test_grid_over_data_sets_and_a_single_seed() -> None:
 
 def test_tpe_param_space_samples_inside_the_loss_and_leaves_the_seed_out() -> None:
     space = tune_search.to_param_space(tpe_spec())
-    assert list(space) == [
-        "sweep_id",
-        "dataset",
-        "kind",
-        "variant",
-        "positive_label",
-        "model",
-        "loss",
-        "training",
-    ]
+    assert list(space) == [key for key in CONTRACT_KEYS if key != "seed"]
     loss = space["loss"]
     assert list(loss) == ["name", "alpha", "smooth", "square", "scope"]
     assert (loss["name"], loss["scope"]) == ("dsc", "set")

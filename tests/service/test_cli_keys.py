@@ -15,9 +15,9 @@ import pytest
 from sweep_service import store
 
 
-def dicesweep(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def dicesweep(home: Path, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
-    env["DICESWEEP_HOME"] = str(home)
+    env.update(DICESWEEP_HOME=str(home), **settings)
     return subprocess.run(
         [sys.executable, "-m", "sweep_service.cli", *args],
         env=env,
@@ -50,16 +50,7 @@ def test_a_service_that_is_not_there_is_one_line_naming_the_address(tmp_path: Pa
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
-    env.update(DICESWEEP_HOME=str(tmp_path), DICESWEEP_PORT=str(port))
-    result = subprocess.run(
-        [sys.executable, "-m", "sweep_service.cli", "list"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = dicesweep(tmp_path, "list", DICESWEEP_PORT=str(port))
     assert result.returncode == 1
     assert result.stderr.startswith(
         f"dicesweep list: cannot reach the dicesweep service at http://127.0.0.1:{port} "
@@ -67,22 +58,11 @@ def test_a_service_that_is_not_there_is_one_line_naming_the_address(tmp_path: Pa
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_version_and_help_read_plainly() -> None:
-    version = subprocess.run(
-        [sys.executable, "-m", "sweep_service.cli", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+def test_version_and_help_read_plainly(tmp_path: Path) -> None:
+    version = dicesweep(tmp_path, "--version")
     assert version.stdout.strip() == f"dicesweep {metadata.version('dicesweep')}"
-    usage = subprocess.run(
-        [sys.executable, "-m", "sweep_service.cli", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    usage = dicesweep(tmp_path, "--help")
+    assert usage.returncode == 0
     assert "``" not in usage.stdout
     for command in ("submit", "list", "status", "trials", "cancel"):
         assert command in usage.stdout

@@ -44,7 +44,7 @@ def test_a_diverged_trial_fails_with_its_step_and_is_not_in_the_table(
     datasets_dir: Path, tmp_path: Path, short_home: Path
 ) -> None:
     data = cut_pairs(datasets_dir, tmp_path / "pairs")
-    texts = [line for line in (data / "train.tsv").read_text().splitlines()[1:]]
+    texts = (data / "train.tsv").read_text().splitlines()[1:]
     overflowing_classifier(tmp_path / "overflowing-model", texts)
     spec = {
         "name": "diverges",

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from search_spaces.checks import dataset_issues
-from search_spaces.datasets import HubDataset, dataset_info
+from search_spaces.dataset_refs import HubDataset, dataset_info
 from search_spaces.errors import SpecError
 from search_spaces.presets import resolve_spec
 from tests.trainables.test_local_datasets import dicesweep_run

@@ -14,7 +14,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.checks import dataset_issues
-from search_spaces.datasets import LocalDataset, dataset_info
+from search_spaces.dataset_refs import LocalDataset, dataset_info
 from search_spaces.errors import SpecError
 from search_spaces.presets import resolve_spec
 from tests.trainables.test_sweep import environment, runs

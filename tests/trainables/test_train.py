@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import torch
 
-from search_spaces.datasets import LocalDataset, dataset_info, get_dataset
+from search_spaces.dataset_refs import LocalDataset, dataset_info
+from search_spaces.datasets import get_dataset
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions

@@ -8,7 +8,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from search_spaces.datasets import dataset_label
+from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports import loss_label
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from search_spaces.checks import dataset_issues, model_folder, model_issues
-from search_spaces.datasets import LocalDataset, dataset_label
+from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec

@@ -22,7 +22,7 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.datasets import dataset_label
+from search_spaces.dataset_refs import dataset_label
 from search_spaces.lineage import (
     ATTEMPT_TAG,
     FAILURE_TAG,
