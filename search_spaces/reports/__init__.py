@@ -5,32 +5,38 @@ loss's parameters as ``param_<name>``, ``dataset``, ``variant``, ``seed`` and th
 metrics (``eval_f1`` ... in percent); ``row_from_trial`` builds one from a trial's
 config and final metrics. ``pivot_table`` gives mean, std and count over seeds per
 cell plus the delta of the mean against a baseline row, e.g. losses × variants
-(Table 8) or ``param_alpha`` × data sets (Table 10); ``to_markdown``, ``to_csv``,
-``to_latex``, ``to_json`` and ``to_png`` render it; ``paired_test`` tests each row
-against the baseline over seeds.
+(Table 8) or ``param_alpha`` × data sets (Table 10); ``paired_test`` tests each row
+against the baseline over seeds and ``with_significance`` marks the cells it finds
+significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
+``to_png`` render it. ``paper_table`` does all of that in the paper's layout.
 """
 
 from search_spaces.reports.formats import (
+    MARKS,
     STATS,
     ordered,
     to_csv,
+    to_html,
     to_json,
     to_latex,
     to_markdown,
-    to_png,
 )
+from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
     failed_trials,
     infer_layout,
     loss_label,
     paired_test,
+    paper_table,
     pivot_table,
     row_from_trial,
     with_failures,
+    with_significance,
 )
 
 __all__ = [
+    "MARKS",
     "METRICS",
     "STATS",
     "failed_trials",
@@ -38,12 +44,17 @@ __all__ = [
     "loss_label",
     "ordered",
     "paired_test",
+    "paper_table",
     "pivot_table",
+    "plot_kind",
+    "plot_title",
     "row_from_trial",
     "to_csv",
+    "to_html",
     "to_json",
     "to_latex",
     "to_markdown",
     "to_png",
     "with_failures",
+    "with_significance",
 ]

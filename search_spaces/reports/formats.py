@@ -1,25 +1,32 @@
 """Renderers of a ``pivot_table`` result, and the label order.
 
-Markdown, CSV, LaTeX (booktabs), JSON and PNG (matplotlib's Agg, imported on first
-use). A cell reads ``85.21 ± 0.40 (+1.02)``: mean ± std over seeds (delta of the
-mean against the baseline row); the baseline row has no delta.
+Markdown, CSV, LaTeX (booktabs, in a ``table`` with caption and label), HTML and
+JSON; PNG is in ``plots``. A cell reads ``85.21 ± 0.40 (+1.02)†``: mean ± std over
+seeds (delta of the mean against the baseline row), and a mark where the paired
+test against the baseline says the difference is significant (``MARKS``). The best
+mean of each column is bold; the baseline row has no delta.
 """
 
 from __future__ import annotations
 
-import io
+import html
 import json
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from search_spaces.datasets import VARIANTS
 
 STATS = ("mean", "std", "count", "delta")
+# p-value thresholds of the paired test against the baseline, strictest first.
+MARKS = ((0.01, "‡"), (0.05, "†"))
+_LATEX_MARKS = {"‡": r"$^\ddagger$", "†": r"$^\dagger$"}  # a mark after a cell
+LOWER_IS_BETTER = frozenset({"train_loss"})
 
 
 def format_value(value: Any) -> str:
@@ -55,23 +62,83 @@ def format_cell(mean: float, std: float, delta: float) -> str:
     return text if math.isnan(delta) else f"{text} ({delta:+.2f})"
 
 
-def _cells(table: pd.DataFrame) -> pd.DataFrame:
-    """The display cells of a ``pivot_table`` result: rows × columns of strings."""
+@dataclass(frozen=True)
+class Cell:
+    """One cell as shown: its text, whether it is its column's best, its mark."""
+
+    text: str
+    best: bool = False
+    mark: str = ""
+
+
+def mark(p_value: float | None) -> str:
+    """``‡`` for p < 0.01, ``†`` for p < 0.05, else nothing (``MARKS``)."""
+    if p_value is None or math.isnan(p_value):
+        return ""
+    return next((symbol for limit, symbol in MARKS if p_value < limit), "")
+
+
+def _best_rows(table: pd.DataFrame) -> dict[Any, Any]:
+    """The row with the best mean in each column: the highest, or the lowest for a
+    metric where lower is better (``LOWER_IS_BETTER``)."""
+    means = table.xs("mean", axis=1, level="stat").astype(float)
+    lower = table.attrs.get("metric") in LOWER_IS_BETTER
+    return {
+        column: (means[column].idxmin() if lower else means[column].idxmax())
+        for column in means.columns
+        if means[column].notna().any()
+    }
+
+
+def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell]]]:
+    """The display of a ``pivot_table`` result: row labels, column labels and a
+    ``Cell`` per row and column (the p-values of ``with_significance`` give marks)."""
     columns = list(dict.fromkeys(table.columns.get_level_values(0)))
-    return pd.DataFrame(
+    best = _best_rows(table)
+    p_values = table.attrs.get("significance") or {}
+    cells = [
         [
-            [
-                format_cell(
+            Cell(
+                text=format_cell(
                     table.at[row, (col, "mean")],
                     table.at[row, (col, "std")],
                     table.at[row, (col, "delta")],
-                )
-                for col in columns
-            ]
-            for row in table.index
-        ],
-        index=[format_value(row) for row in table.index],
-        columns=[format_value(col) for col in columns],
+                ),
+                best=best.get(col) == row and len(table.index) > 1,
+                mark=mark(p_values.get((row, col))),
+            )
+            for col in columns
+        ]
+        for row in table.index
+    ]
+    return [format_value(r) for r in table.index], [format_value(c) for c in columns], cells
+
+
+def _cells(table: pd.DataFrame) -> pd.DataFrame:
+    """The display cells of a ``pivot_table`` result as plain strings (the plots')."""
+    rows, columns, cells = cell_grid(table)
+    return pd.DataFrame([[c.text for c in line] for line in cells], index=rows, columns=columns)
+
+
+def legend(table: pd.DataFrame) -> str:
+    """What a table's cells mean, in one sentence: its metric, the seeds, the
+    baseline of the deltas and the marks."""
+    attrs = table.attrs
+    seeds = table.xs("count", axis=1, level="stat").max().max()
+    text = f"{attrs['metric']}: mean ± std over {_count(seeds)} seed(s)"
+    if attrs.get("baseline") is not None:
+        text += f" (Δ against {attrs['baseline']})"
+    text += "; best per column in bold"
+    if attrs.get("significance"):
+        text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
+    return text + "."
+
+
+def _count(value: Any) -> str:
+    return (
+        "0"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else str(int(value))
     )
 
 
@@ -84,15 +151,25 @@ def long_form(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    """A Markdown table: the rows key as first column, one column per cols value."""
-    cells = _cells(table)
-    cells.index.name = table.attrs["rows_key"]
-    text = str(cells.reset_index().to_markdown(index=False))
+    """A Markdown table: the rows key as first column, one column per cols value; the
+    legend and the failed trials under it."""
+    rows, columns, cells = cell_grid(table)
+    shown = pd.DataFrame(
+        [[_markdown_cell(cell) for cell in line] for line in cells], index=rows, columns=columns
+    )
+    shown.index.name = table.attrs["rows_key"]
+    text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
     failed = table.attrs.get("failed") or []
     if failed:
         lines = [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
         text += "\n\nFailed trials (not in the table):\n\n" + "\n".join(lines)
     return text
+
+
+def _markdown_cell(cell: Cell) -> str:
+    if not cell.text:
+        return ""
+    return (f"**{cell.text}**" if cell.best else cell.text) + cell.mark
 
 
 def _failed_label(entry: Mapping[str, Any]) -> str:
@@ -105,21 +182,28 @@ def to_csv(table: pd.DataFrame) -> str:
 
 
 def to_json(table: pd.DataFrame) -> str:
-    """JSON: ``metric``, ``rows_key``, ``cols_key``, ``baseline``, ``rows``, ``columns``
-    and ``cells`` (one object per cell: row, column and ``STATS``; NaN as null)."""
+    """JSON: ``metric``, ``rows_key``, ``cols_key``, ``baseline``, ``title``,
+    ``datasets``, ``rows``, ``columns`` and ``cells`` (one object per cell: row,
+    column, ``STATS`` and the paired test's ``p_value`` where there is one; NaN as
+    null); ``failed`` lists the failed trials."""
     attrs = table.attrs
+    p_values = attrs.get("significance") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
-    cells = [
-        {
-            "row": line[attrs["rows_key"]],
-            "column": line[attrs["cols_key"]],
-            **{stat: line[stat] for stat in STATS},
-        }
-        for line in long.to_dict(orient="records")
-    ]
+    cells = []
+    for line in long.to_dict(orient="records"):
+        row, column = line[attrs["rows_key"]], line[attrs["cols_key"]]
+        p_value = p_values.get((row, column))
+        cells.append(
+            {
+                "row": row,
+                "column": column,
+                **{stat: line[stat] for stat in STATS},
+                "p_value": None if p_value is None or math.isnan(p_value) else p_value,
+            }
+        )
     payload = {
-        **attrs,
+        **{key: value for key, value in attrs.items() if key != "significance"},
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
         "cells": cells,
@@ -149,97 +233,91 @@ def _latex_escape(text: str) -> str:
 
 
 def to_latex(table: pd.DataFrame) -> str:
-    """A booktabs ``tabular`` (``\\toprule``/``\\midrule``/``\\bottomrule``); needs
-    ``\\usepackage{booktabs}``."""
-    cells = _cells(table)
-    header = [table.attrs["rows_key"], *cells.columns]
-    failed = table.attrs.get("failed") or []
+    """A booktabs ``table`` (needs ``\\usepackage{booktabs}``): the caption says the
+    metric, seeds, baseline and marks; the label is ``tab:<title>``; the best of each
+    column is bold; failed trials follow as comments."""
+    rows, columns, cells = cell_grid(table)
+    title = str(table.attrs.get("title") or "dicesweep")
+    caption = (f"{title}: " if table.attrs.get("title") else "") + legend(table)
     lines = [
-        rf"\begin{{tabular}}{{l{'r' * len(cells.columns)}}}",
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\begin{{tabular}}{{l{'r' * len(columns)}}}",
         r"\toprule",
-        " & ".join(_latex_escape(str(name)) for name in header) + r" \\",
+        " & ".join(_latex_escape(str(name)) for name in [table.attrs["rows_key"], *columns])
+        + r" \\",
         r"\midrule",
     ]
-    for label, values in cells.iterrows():
-        shown = [_latex_escape(v).replace("±", r"$\pm$") for v in values]
-        lines.append(" & ".join([_latex_escape(str(label)), *shown]) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    for label, line in zip(rows, cells, strict=True):
+        shown = [_latex_cell(cell) for cell in line]
+        lines.append(" & ".join([_latex_escape(label), *shown]) + r" \\")
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        rf"\caption{{{_latex_text(caption)}}}",
+        rf"\label{{tab:{_label(title)}}}",
+        r"\end{table}",
+    ]
+    failed = table.attrs.get("failed") or []
     lines += [f"% failed, not in the table: {_failed_label(e)}: {e['reason']}" for e in failed]
     return "\n".join(lines) + "\n"
 
 
-def to_png(
-    table: pd.DataFrame,
-    path: str | Path | None = None,
-    kind: Literal["heatmap", "line"] = "heatmap",
-) -> bytes:
-    """Plot a ``pivot_table`` result as PNG; returns the bytes and writes ``path`` if given.
-
-    ``heatmap``: the means, rows × columns, each cell annotated (e.g. losses × variants).
-    ``line``: the metric against the row values (a parameter) with std error bars, one
-    line per column (e.g. ``param_alpha`` × data sets).
-
-    Raises:
-        ValueError: an unknown ``kind``.
-    """
-    # Agg through the Figure API: no pyplot, so no process-wide backend or state.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    plots = {"heatmap": _draw_heatmap, "line": _draw_lines}
-    if kind not in plots:
-        raise ValueError(f"unknown plot kind {kind!r}; valid: {', '.join(plots)}")
-    figure = Figure(figsize=(7, 4.5), layout="constrained")
-    FigureCanvasAgg(figure)
-    plots[kind](figure.add_subplot(), table)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    png = buffer.getvalue()
-    if path is not None:
-        Path(path).write_bytes(png)
-    return png
+def _latex_text(text: str) -> str:
+    """Escaped, with the symbols a table uses in math mode."""
+    symbols = {
+        "±": r"$\pm$",
+        "Δ": r"$\Delta$",
+        "‡": r"$\ddagger$",
+        "†": r"$\dagger$",
+        "<": r"$<$",
+    }
+    escaped = _latex_escape(text)
+    for symbol, command in symbols.items():
+        escaped = escaped.replace(symbol, command)
+    return escaped
 
 
-def _stat(table: pd.DataFrame, stat: str) -> pd.DataFrame:
-    return table.xs(stat, axis=1, level="stat").astype(float)
+def _latex_cell(cell: Cell) -> str:
+    text = _latex_text(cell.text)
+    if cell.best and text:
+        text = rf"\textbf{{{text}}}"
+    return text + _LATEX_MARKS.get(cell.mark, "")
 
 
-def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
-    means, cells = _stat(table, "mean"), _cells(table)
-    image = axes.imshow(means.to_numpy(), cmap="viridis", aspect="auto")
-    axes.figure.colorbar(image, ax=axes, label=table.attrs["metric"])
-    axes.set_xticks(range(len(cells.columns)), list(cells.columns), rotation=30, ha="right")
-    axes.set_yticks(range(len(cells.index)), list(cells.index))
-    axes.set_xlabel(table.attrs["cols_key"])
-    axes.set_ylabel(table.attrs["rows_key"])
-    values = means.to_numpy()
-    for i, label in enumerate(cells.index):
-        for j, column in enumerate(cells.columns):
-            red, green, blue, _ = image.cmap(image.norm(values[i, j]))
-            # Dark text on light cells: perceived luminance (ITU-R BT.601 weights).
-            dark = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
-            text = cells.at[label, column].replace(" (", "\n(")
-            axes.text(
-                j, i, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"
-            )
+def _label(title: str) -> str:
+    """A LaTeX label from a title: letters, digits and ``-`` only."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower() or "dicesweep"
 
 
-def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
-    means, stds = _stat(table, "mean"), _stat(table, "std")
-    numeric = all(sort_key(value)[0] == 0 for value in means.index)
-    xs = list(means.index) if numeric else list(range(len(means.index)))
-    for column in means.columns:
-        axes.errorbar(
-            xs,
-            means[column],
-            yerr=stds[column].fillna(0.0),
-            marker="o",
-            capsize=3,
-            label=format_value(column),
+def to_html(table: pd.DataFrame) -> str:
+    """An HTML fragment: ``<table class="grid">`` with the legend as its caption, the
+    best of each column in ``<strong>``, marks in ``<sup>``, and the failed trials in
+    a list under it. Every label is escaped."""
+    rows, columns, cells = cell_grid(table)
+    escape = html.escape
+    head = "".join(f"<th>{escape(name)}</th>" for name in [table.attrs["rows_key"], *columns])
+    body = "".join(
+        f"<tr><th>{escape(label)}</th>"
+        + "".join(f"<td>{_html_cell(cell)}</td>" for cell in line)
+        + "</tr>"
+        for label, line in zip(rows, cells, strict=True)
+    )
+    text = (
+        f'<table class="grid"><caption>{escape(legend(table))}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+    failed = table.attrs.get("failed") or []
+    if failed:
+        items = "".join(
+            f"<li>{escape(_failed_label(e))}: {escape(str(e['reason']))}</li>" for e in failed
         )
-    if not numeric:
-        axes.set_xticks(xs, [format_value(value) for value in means.index])
-    axes.set_xlabel(table.attrs["rows_key"])
-    axes.set_ylabel(table.attrs["metric"])
-    axes.legend(title=table.attrs["cols_key"])
-    axes.grid(alpha=0.3)
+        text += f'<p>Failed trials (not in the table):</p><ul class="failed">{items}</ul>'
+    return text
+
+
+def _html_cell(cell: Cell) -> str:
+    text = html.escape(cell.text)
+    if cell.best and text:
+        text = f"<strong>{text}</strong>"
+    return text + (f"<sup>{cell.mark}</sup>" if cell.mark else "")

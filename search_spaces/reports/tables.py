@@ -117,6 +117,7 @@ def pivot_table(
         "rows_key": rows_key,
         "cols_key": cols_key,
         "baseline": baseline,
+        "datasets": sorted(map(str, data["dataset"].unique())) if "dataset" in data else [],
     }
     return table
 
@@ -172,6 +173,43 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
         "t_statistic": t_stat,
         "p_value": p_value,
     }
+
+
+def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
+    """``table`` carrying the p-value of each cell's paired test against the baseline
+    (``attrs["significance"]``: ``{(row, column): p}`` from ``paired_test``), which
+    the renderers show as marks."""
+    rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
+    table.attrs["significance"] = {
+        (line[rows_key], line[cols_key]): float(line["p_value"])
+        for line in tests.to_dict(orient="records")
+    }
+    return table
+
+
+def paper_table(
+    rows: pd.DataFrame,
+    metric: str = "eval_f1",
+    rows_key: str | None = None,
+    cols_key: str | None = None,
+    title: str | None = None,
+) -> pd.DataFrame:
+    """The table the paper would print of ``rows`` (finished trials): the paper's
+    layout unless keys are given (``infer_layout``), the delta against ``ce`` where
+    the rows are losses holding it, and the paired tests' marks; ``title`` (the sweep's
+    name) captions it.
+
+    Raises:
+        ValueError: what ``pivot_table`` raises.
+    """
+    inferred_rows, inferred_cols, _ = infer_layout(rows)
+    rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
+    baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
+    table = pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)
+    if baseline is not None:
+        table = with_significance(table, paired_test(rows, rows_key, cols_key, metric, baseline))
+    table.attrs["title"] = title
+    return table
 
 
 FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")

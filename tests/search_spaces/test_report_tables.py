@@ -14,16 +14,29 @@ from scipy import stats
 from search_spaces.reports import (
     loss_label,
     paired_test,
+    paper_table,
     pivot_table,
+    plot_kind,
+    plot_title,
     row_from_trial,
     to_csv,
+    to_html,
     to_json,
     to_latex,
     to_markdown,
     to_png,
+    with_failures,
 )
+from search_spaces.reports.formats import mark
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+FAILED = {
+    "loss": "focal(gamma=2)",
+    "dataset": "mrpc",
+    "variant": "original",
+    "seed": 4,
+    "reason": "diverged <at step 3>",
+}
 
 # eval_f1 per (loss, variant) over seeds 0, 1, 2, with mean and std (n - 1):
 #   ce, original:                [80, 82, 84]  82, 2
@@ -78,6 +91,7 @@ def test_pivot_means_stds_counts_and_deltas(table: pd.DataFrame) -> None:
         "rows_key": "loss",
         "cols_key": "variant",
         "baseline": "ce",
+        "datasets": [],
     }
 
 
@@ -113,15 +127,43 @@ def test_table10_layout_sorts_the_parameter_numerically() -> None:
 def test_markdown(table: pd.DataFrame) -> None:
     text = to_markdown(table)
     lines = text.splitlines()
-    assert lines[0].split("|")[1:4] == [
-        " loss           ",
-        " original             ",
-        " +positive&negative   ",
+    assert [cell.strip() for cell in lines[0].split("|")[1:4]] == [
+        "loss",
+        "original",
+        "+positive&negative",
     ]
     assert "| ce             | 82.00 ± 2.00 " in text
-    assert "83.00 ± 1.73 (+1.00)" in text
-    assert "76.00 ± 1.73 (+5.00)" in text
+    # The best mean of each column in bold: dsc in both.
+    assert "**83.00 ± 1.73 (+1.00)**" in text
+    assert "**76.00 ± 1.73 (+5.00)**" in text
     assert "| focal(gamma=2) | 79.00 (-3.00)" in text
+    assert "eval_f1: mean ± std over 3 seed(s) (Δ against ce); best per column in bold." in text
+
+
+def test_significance_marks_follow_the_paired_test(rows: pd.DataFrame) -> None:
+    # dsc - ce by seed: original 1, 2, 0 (t = √3, p = 0.23: no mark); +positive&negative
+    # 5, 4, 6 (t = 5√3, p = 0.013: †, not ‡).
+    table = paper_table(rows.assign(dataset="mrpc"), title="table8-mrpc")
+    assert table.attrs["significance"][("dsc(alpha=0.1)", "+positive&negative")] == (
+        pytest.approx(2 * stats.t.sf(5 * math.sqrt(3), df=2))
+    )
+    text = to_markdown(table)
+    assert "**76.00 ± 1.73 (+5.00)**† |" in text
+    assert "**83.00 ± 1.73 (+1.00)** |" in text
+    assert "‡ p < 0.01, † p < 0.05 (paired t-test against ce over seeds)" in text
+    assert "dsc(alpha=0.1) & \\textbf{83.00 $\\pm$ 1.73 (+1.00)} & " in to_latex(table)
+    assert "\\textbf{76.00 $\\pm$ 1.73 (+5.00)}$^\\dagger$ \\\\" in to_latex(table)
+    assert mark(0.009) == "‡" and mark(0.049) == "†" and mark(0.05) == "" and mark(None) == ""
+
+
+def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
+    table = paper_table(rows.assign(dataset="mrpc"))
+    html = to_html(with_failures(table, [FAILED]))
+    assert html.startswith('<table class="grid"><caption>eval_f1: mean ± std over 3 seed(s)')
+    assert "<th>+positive&amp;negative</th>" in html
+    assert "<td><strong>76.00 ± 1.73 (+5.00)</strong><sup>†</sup></td>" in html
+    assert "<td>82.00 ± 2.00</td>" in html
+    assert "<li>focal(gamma=2) seed=4 on mrpc original: diverged &lt;at step 3&gt;</li>" in html
 
 
 def test_csv_parses_back(table: pd.DataFrame) -> None:
@@ -132,13 +174,19 @@ def test_csv_parses_back(table: pd.DataFrame) -> None:
     assert len(parsed) == 6
 
 
-def test_latex_is_booktabs(table: pd.DataFrame) -> None:
+def test_latex_is_a_booktabs_table_with_caption_and_label(table: pd.DataFrame) -> None:
+    table.attrs["title"] = "table8 mrpc"
     text = to_latex(table)
-    assert text.startswith("\\begin{tabular}{lrr}\n\\toprule\n")
+    assert text.startswith("\\begin{table}[t]\n\\centering\n\\begin{tabular}{lrr}\n\\toprule\n")
     assert "loss & original & +positive\\&negative \\\\" in text
     assert "\\midrule" in text
-    assert "dsc(alpha=0.1) & 83.00 $\\pm$ 1.73 (+1.00) & 76.00 $\\pm$ 1.73 (+5.00) \\\\" in text
-    assert text.endswith("\\bottomrule\n\\end{tabular}\n")
+    assert "ce & 82.00 $\\pm$ 2.00 & 71.00 $\\pm$ 1.00 \\\\" in text
+    assert (
+        "\\caption{table8 mrpc: eval\\_f1: mean $\\pm$ std over 3 seed(s) ($\\Delta$ against"
+        in text
+    )
+    assert text.endswith("\\bottomrule\n\\end{tabular}\n\\caption{" + text.split("\\caption{")[1])
+    assert "\\label{tab:table8-mrpc}\n\\end{table}\n" in text
 
 
 def test_json_round_trips(table: pd.DataFrame) -> None:
@@ -155,6 +203,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "std": 2.0,
         "count": 3,
         "delta": None,
+        "p_value": None,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
 
@@ -165,6 +214,38 @@ def test_png(table: pd.DataFrame, kind: str, tmp_path: Path) -> None:
     png = to_png(table, target, kind=kind)  # type: ignore[arg-type]
     assert png.startswith(PNG_SIGNATURE)
     assert target.read_bytes() == png
+
+
+def test_plots_are_titled_and_parameter_lines_have_std_bands() -> None:
+    from matplotlib.figure import Figure
+
+    from search_spaces.reports.plots import _draw_lines
+
+    rows = pd.DataFrame(
+        [
+            {
+                "loss": f"tversky(alpha={alpha})",
+                "loss_name": "tversky",
+                "param_alpha": alpha,
+                "dataset": name,
+                "variant": "original",
+                "seed": seed,
+                "eval_f1": 80 + alpha + seed,
+            }
+            for alpha in (0.1, 0.5, 0.9)
+            for seed in (0, 1)
+            for name in ("conll2003", "squad_v1")
+        ]
+    )
+    table = paper_table(rows, title="table10")
+    assert plot_kind(table) == "line"
+    assert plot_title(table) == "eval_f1 on conll2003, squad_v1 — table10"
+    axes = Figure().add_subplot()
+    _draw_lines(axes, table)
+    assert len(axes.lines) == 2  # a line per data set, over alpha
+    assert len(axes.collections) == 2  # and its ±std band
+    assert list(axes.lines[0].get_xdata()) == [0.1, 0.5, 0.9]
+    assert axes.get_xlabel() == "alpha"
 
 
 def test_png_of_a_parameter_sweep() -> None:

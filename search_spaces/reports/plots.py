@@ -1,0 +1,109 @@
+"""A ``pivot_table`` result as a PNG plot (matplotlib's Agg, imported on first use):
+a heatmap of the cells (losses x variants) or lines over a loss parameter with ±std
+bands (Table 10: alpha x data sets). Titled with the metric, the data sets and the
+sweep's name."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from search_spaces.reports.formats import _cells, format_value, sort_key
+
+
+def plot_title(table: pd.DataFrame) -> str:
+    """``"eval_f1 on conll2003, squad_v1 — table10"``: the metric, the data sets the
+    trials ran on (``attrs["datasets"]``) and the sweep's name (``attrs["title"]``)."""
+    attrs = table.attrs
+    datasets = ", ".join(attrs.get("datasets") or [])
+    title = f"{attrs['metric']} on {datasets}" if datasets else str(attrs["metric"])
+    return f"{title} — {attrs['title']}" if attrs.get("title") else title
+
+
+def plot_kind(table: pd.DataFrame) -> Literal["heatmap", "line"]:
+    """Lines when the rows are a loss parameter (``param_alpha``), else a heatmap."""
+    return "line" if str(table.attrs.get("rows_key", "")).startswith("param_") else "heatmap"
+
+
+def to_png(
+    table: pd.DataFrame,
+    path: str | Path | None = None,
+    kind: Literal["heatmap", "line"] | None = None,
+) -> bytes:
+    """Plot a ``pivot_table`` result as PNG; returns the bytes and writes ``path`` if given.
+
+    ``heatmap``: the means, rows × columns, each cell annotated (e.g. losses × variants).
+    ``line``: the metric against the row values (a parameter), one line per column
+    (e.g. ``param_alpha`` × data sets), the mean ± std shaded. None: ``plot_kind``.
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    # Agg through the Figure API: no pyplot, so no process-wide backend or state.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    plots = {"heatmap": _draw_heatmap, "line": _draw_lines}
+    kind = kind or plot_kind(table)
+    if kind not in plots:
+        raise ValueError(f"unknown plot kind {kind!r}; valid: {', '.join(plots)}")
+    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    plots[kind](axes, table)
+    axes.set_title(plot_title(table), fontsize=10)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    png = buffer.getvalue()
+    if path is not None:
+        Path(path).write_bytes(png)
+    return png
+
+
+def _stat(table: pd.DataFrame, stat: str) -> pd.DataFrame:
+    return table.xs(stat, axis=1, level="stat").astype(float)
+
+
+def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
+    means, cells = _stat(table, "mean"), _cells(table)
+    image = axes.imshow(means.to_numpy(), cmap="viridis", aspect="auto")
+    axes.figure.colorbar(image, ax=axes, label=table.attrs["metric"])
+    axes.set_xticks(range(len(cells.columns)), list(cells.columns), rotation=30, ha="right")
+    axes.set_yticks(range(len(cells.index)), list(cells.index))
+    axes.set_xlabel(table.attrs["cols_key"])
+    axes.set_ylabel(table.attrs["rows_key"])
+    values = means.to_numpy()
+    for i, label in enumerate(cells.index):
+        for j, column in enumerate(cells.columns):
+            red, green, blue, _ = image.cmap(image.norm(values[i, j]))
+            # Dark text on light cells: perceived luminance (ITU-R BT.601 weights).
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+            text = cells.at[label, column].replace(" (", "\n(")
+            axes.text(
+                j, i, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"
+            )
+
+
+def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
+    means, stds = _stat(table, "mean"), _stat(table, "std").fillna(0.0)
+    numeric = all(sort_key(value)[0] == 0 for value in means.index)
+    xs = [float(v) for v in means.index] if numeric else list(range(len(means.index)))
+    for column in means.columns:
+        line = axes.plot(xs, means[column], marker="o", label=format_value(column))[0]
+        axes.fill_between(
+            xs,
+            means[column] - stds[column],
+            means[column] + stds[column],
+            color=line.get_color(),
+            alpha=0.2,
+            linewidth=0,
+        )
+    if not numeric:
+        axes.set_xticks(xs, [format_value(value) for value in means.index])
+    axes.set_xlabel(str(table.attrs["rows_key"]).removeprefix("param_"))
+    axes.set_ylabel(f"{table.attrs['metric']} (mean ± std over seeds)")
+    axes.legend(title=table.attrs["cols_key"])
+    axes.grid(alpha=0.3)
