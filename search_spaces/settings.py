@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # Ray's socket paths (``<home>/ray/session_<time>_<pid>/sockets/plasma_store``, 70
 # characters after the home) must fit in 107 bytes (AF_UNIX): the home gets the rest.
 MAX_RAY_HOME_CHARS = 36
+DEFAULT_MLFLOW_UI = "http://127.0.0.1:5000"
 
 
 class DicesweepSettings(BaseSettings):
@@ -34,6 +35,10 @@ class DicesweepSettings(BaseSettings):
     mlflow_tracking_uri: str = Field(
         default_factory=lambda d: f"sqlite:///{d['home'] / 'mlflow.db'}"
     )
+    # Where people open the MLflow UI over that store (``https://mlflow.example.org``),
+    # for the links of the API and the pages; None: the tracking URI when it is an
+    # MLflow server, else ``DEFAULT_MLFLOW_UI`` (where ``dicesweep ui`` serves).
+    mlflow_ui_url: str | None = None
     # The cluster's GCS address (``host:6379``, as ``ray start --address`` takes it), for
     # ``dicesweep run`` and a sweep's driver; None: a local head of their own.
     ray_address: str | None = None
@@ -65,6 +70,16 @@ class DicesweepSettings(BaseSettings):
             )
         return value
 
+    @field_validator("mlflow_ui_url")
+    @classmethod
+    def _ui_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"{value!r} is not a URL: DICESWEEP_MLFLOW_UI_URL is where a browser opens "
+                "the MLflow UI, e.g. http://127.0.0.1:5000"
+            )
+        return value.rstrip("/") if value else value
+
     @field_validator("ray_jobs_url")
     @classmethod
     def _jobs_url(cls, value: str | None) -> str | None:
@@ -74,6 +89,17 @@ class DicesweepSettings(BaseSettings):
                 "e.g. http://head:8265"
             )
         return value
+
+    @property
+    def mlflow_ui(self) -> str:
+        """The MLflow UI's address for links: ``mlflow_ui_url``, else the tracking URI
+        when it is an MLflow server, else ``DEFAULT_MLFLOW_UI``. Never a store path
+        (``sqlite:...``), which no browser opens."""
+        if self.mlflow_ui_url:
+            return self.mlflow_ui_url
+        if self.mlflow_tracking_uri.startswith(("http://", "https://")):
+            return self.mlflow_tracking_uri.rstrip("/")
+        return DEFAULT_MLFLOW_UI
 
     @property
     def mlflow_artifact_root(self) -> Path:

@@ -63,3 +63,15 @@ def trial_rows(
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def merged_rows(client: MlflowClient, sweep_ids: list[str]) -> pd.DataFrame:
+    """The trial rows of every sweep in ``sweep_ids``, each with its ``sweep`` id;
+    sweeps without trials yet add none."""
+    frames = []
+    for sweep_id in sweep_ids:
+        try:
+            frames.append(trial_rows(client, sweep_id).assign(sweep=sweep_id))
+        except SweepNotFoundError:
+            continue
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["status"])

@@ -18,6 +18,8 @@ from sweep_service.api.main import ROUTERS, route_templates
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
+from sweep_service.web.docs import mount_assets
+from sweep_service.web.pages import SignInRequired, to_sign_in
 
 DESCRIPTION = """Loss-function ablation sweeps ("Dice Loss for Data-imbalanced NLP Tasks")
 run as Ray Tune studies and tracked in MLflow.
@@ -46,7 +48,14 @@ def create_app(
         to_thread.current_default_thread_limiter().total_tokens = settings.api_threads
         yield
 
-    app = FastAPI(title="dicesweep", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="dicesweep",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served offline by sweep_service.web.docs
+        redoc_url=None,
+    )
     metrics = ApiMetrics()
     app.state.services = Services(
         settings=settings,
@@ -57,9 +66,11 @@ def create_app(
         owners=OwnerCache(settings.auth_cache_s),
     )
     install_error_handlers(app)
+    app.add_exception_handler(SignInRequired, to_sign_in)
     # The last added runs first: metrics see every answer, 413s included.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
     for prefix, router in ROUTERS:
         app.include_router(router, prefix=prefix)
+    mount_assets(app)
     return app

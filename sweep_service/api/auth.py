@@ -1,6 +1,8 @@
 """Who is asking: the owner of the presented API key, or the built-in local owner.
 
-A key comes as ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``. Without one,
+A key comes as ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``; the sweep pages'
+sign-in form keeps it in the ``dicesweep_key`` cookie, which counts for reads only
+(GET and HEAD), so another site cannot make a browser submit or cancel. Without one,
 a service bound to a loopback address whose store has never had an API key acts for
 the owner ``local`` (created on first use); anywhere else a key is required
 (docs/DESIGN.md). Every refusal is a 401 with ``WWW-Authenticate: Bearer``.
@@ -33,6 +35,8 @@ from sweep_service.store import (
 )
 
 LOCAL_OWNER = "local"
+KEY_COOKIE = "dicesweep_key"
+_COOKIE_METHODS = frozenset({"GET", "HEAD"})
 _KEY_REQUIRED = "an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'"
 
 
@@ -48,7 +52,10 @@ def presented_key(request: Request) -> str | None:
         if scheme.lower() != "bearer" or not credentials.strip():
             raise ApiError("authentication_failed", "Authorization must read 'Bearer <API key>'")
         return credentials.strip()
-    return request.headers.get("x-api-key") or None
+    key = request.headers.get("x-api-key")
+    if not key and request.method in _COOKIE_METHODS:
+        key = request.cookies.get(KEY_COOKIE)
+    return key or None
 
 
 @dataclass(frozen=True)

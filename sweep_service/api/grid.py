@@ -1,4 +1,5 @@
-"""A sweep's table in the paper's layout, rendered in the format a client asks for."""
+"""A sweep's table (or several sweeps' merged) in the paper's layout, rendered in the
+format a client asks for."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ import pandas as pd
 
 from search_spaces.reports import (
     METRICS,
+    failed_trials,
     infer_layout,
-    pivot_table,
+    paper_table,
     to_csv,
     to_json,
     to_latex,
     to_markdown,
     to_png,
+    with_failures,
 )
 from sweep_service.api.errors import ApiError
 
 NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason"})
+MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
 
 class GridFormat(StrEnum):
@@ -47,24 +51,29 @@ _TEXT_RENDERERS: dict[GridFormat, Callable[[pd.DataFrame], str]] = {
 }
 
 
-def finished_rows(rows: pd.DataFrame, sweep_id: str) -> pd.DataFrame:
+def finished_rows(rows: pd.DataFrame, subject: str) -> pd.DataFrame:
     """The trials whose runs finished, the only ones a table averages.
 
     Raises:
-        ApiError: ``no_results`` when there are none yet.
+        ApiError: ``no_results`` when there are none yet, naming ``subject``
+            (``"sweep 'sw-1'"``).
     """
-    finished = rows[rows["status"] == "FINISHED"]
+    finished = rows[rows["status"] == "FINISHED"] if "status" in rows else rows.iloc[0:0]
     if finished.empty:
-        raise ApiError("no_results", f"sweep {sweep_id!r} has no finished trials yet")
+        raise ApiError("no_results", f"{subject} has no finished trials yet")
     return finished
 
 
 def build_table(
-    rows: pd.DataFrame, rows_key: str | None, cols_key: str | None, metric: str
+    rows: pd.DataFrame,
+    rows_key: str | None,
+    cols_key: str | None,
+    metric: str,
+    title: str | None = None,
 ) -> pd.DataFrame:
-    """``pivot_table`` of ``rows``: mean, std and count over seeds and the delta against
-    ``ce``. Unset keys take the paper's layout (``infer_layout``); the baseline is ``ce``
-    when the rows are losses and ``ce`` is one of them.
+    """``paper_table`` of ``rows`` (finished trials): mean, std and count over seeds,
+    the delta against ``ce`` with the paired tests' marks where the rows are losses
+    holding it; unset keys take the paper's layout; ``title`` names the sweep(s).
 
     Raises:
         ApiError: ``invalid_request`` naming the valid columns for an unknown key or
@@ -73,8 +82,25 @@ def build_table(
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
     _check_columns(rows, rows_key, cols_key, metric)
-    baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
-    return pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)
+    return paper_table(rows, metric, rows_key, cols_key, title=title)
+
+
+def grid_of(
+    trials: pd.DataFrame,
+    subject: str,
+    title: str,
+    rows_key: str | None = None,
+    cols_key: str | None = None,
+    metric: str = "eval_f1",
+) -> pd.DataFrame:
+    """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
+    or several, ``subject`` in messages), titled ``title``, the failed ones listed.
+
+    Raises:
+        ApiError: ``no_results`` before any trial finished; what ``build_table`` raises.
+    """
+    table = build_table(finished_rows(trials, subject), rows_key, cols_key, metric, title)
+    return with_failures(table, failed_trials(trials))
 
 
 def _check_columns(rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str) -> None:
@@ -99,7 +125,5 @@ def render(table: pd.DataFrame, fmt: GridFormat) -> tuple[bytes, str]:
     """``table`` in ``fmt`` and its media type. PNG draws a heatmap, or lines against a
     loss parameter when the rows are one (Table 10's kind)."""
     if fmt is GridFormat.PNG:
-        if str(table.attrs["rows_key"]).startswith("param_"):
-            return to_png(table, kind="line"), MEDIA_TYPES[fmt]
-        return to_png(table, kind="heatmap"), MEDIA_TYPES[fmt]
+        return to_png(table), MEDIA_TYPES[fmt]
     return _TEXT_RENDERERS[fmt](table).encode(), MEDIA_TYPES[fmt]

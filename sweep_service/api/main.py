@@ -1,5 +1,5 @@
 """The API's routers and their prefixes: every resource under ``/v1``; health and metrics
-beside. ``create_app`` includes each in the app."""
+beside; the pages and the offline API docs at the root. ``create_app`` includes each."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from sweep_service.api.routes import API_PREFIX, health, search_spaces, sweeps
+from sweep_service.api.routes import API_PREFIX, grids, health, search_spaces, sweeps
+from sweep_service.web import docs, pages
 
 ROUTERS: tuple[tuple[str, APIRouter], ...] = (
     (API_PREFIX, sweeps.router),
+    (API_PREFIX, grids.router),
     (API_PREFIX, search_spaces.router),
     ("", health.router),
+    ("", pages.router),
+    ("", docs.router),
 )
 
 

@@ -18,10 +18,12 @@ class SweepCreate(RootModel[dict[str, Any]]):
 
 
 class SweepLinks(BaseModel):
-    """Where to look next. The MLflow links are absent until the sweep's driver has
-    created its parent run."""
+    """Where to look next. The MLflow links (http(s), into the MLflow UI at
+    ``DICESWEEP_MLFLOW_UI_URL``) are absent until the sweep's driver has created its
+    parent run; ``page`` is the service's own page of the sweep."""
 
     sweep: str
+    page: str
     trials: str
     grid: str
     cancel: str
@@ -107,6 +109,7 @@ class TrialPublic(BaseModel):
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"
+    mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)
 
 
 class TrialsPublic(BaseModel):

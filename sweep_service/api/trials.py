@@ -66,19 +66,19 @@ def best_trial(sweep: Sweep) -> BestTrial | None:
     return None if sweep.best_trial is None else BestTrial.model_validate(sweep.best_trial)
 
 
-def mlflow_links(tracking_uri: str, sweep: Sweep) -> tuple[str | None, str | None]:
-    """Links to the sweep's MLflow experiment and parent run in the UI at
-    ``tracking_uri`` (``<uri>/#/experiments/<id>/runs/<run id>``); None where not
-    known yet."""
+def mlflow_links(ui: str, sweep: Sweep) -> tuple[str | None, str | None]:
+    """Links to the sweep's MLflow experiment and parent run in the MLflow UI at
+    ``ui`` (``<ui>/#/experiments/<id>/runs/<run id>``, the settings' ``mlflow_ui``);
+    None where not known yet."""
     if sweep.mlflow_experiment_id is None:
         return None, None
-    experiment = f"{tracking_uri.rstrip('/')}/#/experiments/{sweep.mlflow_experiment_id}"
+    experiment = f"{ui}/#/experiments/{sweep.mlflow_experiment_id}"
     run_id = sweep.mlflow_parent_run_id
     return experiment, f"{experiment}/runs/{run_id}" if run_id else None
 
 
 def trial_page(
-    rows: pd.DataFrame, limit: int, page_token: str | None
+    rows: pd.DataFrame, limit: int, page_token: str | None, experiment_url: str | None = None
 ) -> tuple[list[TrialPublic], str | None]:
     """The trials after ``page_token`` in ``TRIAL_ORDER``, at most ``limit``, and the
     token of the next page (None on the last). A key, not an offset: trials that
@@ -94,7 +94,7 @@ def trial_page(
         keyed = [(key, row) for key, row in keyed if key > after]
     page = keyed[:limit]
     next_token = encode_trial_token(page[-1][0]) if len(keyed) > limit else None
-    return [trial_public(row) for _, row in page], next_token
+    return [trial_public(row, experiment_url) for _, row in page], next_token
 
 
 def _order_key(row: dict[str, Any]) -> tuple[str, str, str, int, str]:
@@ -128,8 +128,9 @@ def decode_trial_token(token: str) -> tuple[str, str, str, int, str]:
         raise ApiError("invalid_argument", refused) from error
 
 
-def trial_public(row: dict[str, Any]) -> TrialPublic:
-    """The view of one trial row; absent parameters and metrics (NaN) are left out."""
+def trial_public(row: dict[str, Any], experiment_url: str | None = None) -> TrialPublic:
+    """The view of one trial row; absent parameters and metrics (NaN) are left out;
+    its link into the MLflow UI under ``experiment_url`` when given."""
     params = {
         column.removeprefix("param_"): _plain(value)
         for column, value in row.items()
@@ -147,6 +148,7 @@ def trial_public(row: dict[str, Any]) -> TrialPublic:
         params=params,
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
+        mlflow_run=f"{experiment_url}/runs/{row['run_id']}" if experiment_url else None,
     )
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 
 import pytest
 from mlflow.tracking import MlflowClient
+from scipy import stats
 from sqlalchemy.orm import Session
 
 from sweep_service.store import Owner, create_api_key, create_sweep
@@ -172,3 +174,82 @@ def test_a_grid_without_finished_trials_is_a_conflict(
     running = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers)
     assert running.status_code == 409
     assert running.json()["detail"] == f"sweep {sweep.id!r} has no finished trials yet"
+
+
+def test_several_sweeps_merge_into_one_table(
+    api: Api, session: Session, alice: Owner, bob: Owner, tracking: MlflowClient
+) -> None:
+    # Table 10 as one sweep per data set: alpha x data set, a line per data set.
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    ids = []
+    for dataset, base in (("conll2003", 80.0), ("squad_v1", 70.0)):
+        sweep = create_sweep(session, alice.id, make_draft(f"table10-{dataset}")).sweep
+        trials = [
+            FakeTrial(
+                {"name": "tversky", "alpha": alpha, "beta": round(1 - alpha, 1)},
+                seed=seed,
+                dataset=dataset,
+                eval_f1=base + 10 * alpha + seed,
+            )
+            for alpha in (0.1, 0.9)
+            for seed in (0, 1)
+        ]
+        write_trials(tracking, sweep.id, trials)
+        ids.append(sweep.id)
+    merged = api.client.get("/v1/grid", params={"ids": ids}, headers=headers)
+    assert merged.status_code == 200, merged.text
+    table = merged.json()
+    assert (table["rows_key"], table["cols_key"]) == ("param_alpha", "dataset")
+    assert table["title"] == "table10-conll2003 + table10-squad_v1"
+    cells = {(cell["row"], cell["column"]): cell["mean"] for cell in table["cells"]}
+    assert cells == pytest.approx(
+        {
+            (0.1, "conll2003"): 81.5,
+            (0.9, "conll2003"): 89.5,
+            (0.1, "squad_v1"): 71.5,
+            (0.9, "squad_v1"): 79.5,
+        }
+    )
+    # One comma-separated value works too; rows=sweep compares the sweeps themselves.
+    by_sweep = api.client.get(
+        "/v1/grid", params={"ids": ",".join(ids), "rows": "sweep", "format": "csv"}, headers=headers
+    )
+    assert {line["sweep"] for line in csv.DictReader(io.StringIO(by_sweep.text))} == set(ids)
+    latex = api.client.get("/v1/grid", params={"ids": ids, "format": "latex"}, headers=headers)
+    assert "\\label{tab:table10-conll2003-table10-squad-v1}" in latex.text
+    png = api.client.get("/v1/grid", params={"ids": ids, "format": "png"}, headers=headers)
+    assert png.content.startswith(PNG_SIGNATURE)
+    # Another owner's sweep, or none, is named; too many ids are refused.
+    theirs = create_sweep(session, bob.id, make_draft("bobs")).sweep
+    hidden = api.client.get("/v1/grid", params={"ids": [ids[0], theirs.id]}, headers=headers)
+    assert hidden.status_code == 404 and hidden.json()["detail"] == f"no sweep {theirs.id!r}"
+    many = api.client.get(
+        "/v1/grid", params={"ids": [f"sw-{i}" for i in range(21)]}, headers=headers
+    )
+    assert many.status_code == 422
+    assert many.json()["detail"][0]["msg"] == "give 1 to 20 sweep ids; got 21"
+
+
+def test_the_grid_marks_significant_differences_from_ce(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    sweep = create_sweep(session, alice.id, make_draft("marks")).sweep
+    # dsc - ce by seed: 5, 4, 6: t = 5√3 with 2 degrees of freedom, p = 0.0131 (†).
+    f1 = {"ce": (70.0, 71.0, 72.0), "dsc": (75.0, 75.0, 78.0)}
+    trials = [
+        FakeTrial(
+            {"name": name} if name == "ce" else {"name": name, "alpha": 0.1},
+            seed=seed,
+            eval_f1=value,
+        )
+        for name, values in f1.items()
+        for seed, value in enumerate(values)
+    ]
+    write_trials(tracking, sweep.id, trials)
+    text = api.client.get(f"/v1/sweeps/{sweep.id}/grid?format=markdown", headers=headers).text
+    assert "**76.00 ± 1.73 (+5.00)**†" in text
+    cells = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers).json()["cells"]
+    assert {cell["row"]: cell["p_value"] for cell in cells}["dsc(alpha=0.1)"] == pytest.approx(
+        2 * stats.t.sf(5 * math.sqrt(3), df=2)
+    )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from mlflow.tracking import MlflowClient
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from sweep_service.progress import read_progress
+from sweep_service.settings import ServiceSettings
 from sweep_service.store import (
     Owner,
     Sweep,
@@ -17,7 +20,7 @@ from sweep_service.store import (
     record_resubmission,
     transition_sweep,
 )
-from tests.service.api_fixtures import Api, FakeTrial, bearer, write_parent, write_trials
+from tests.service.api_fixtures import Api, FakeTrial, MakeApi, bearer, write_parent, write_trials
 from tests.service.factories import make_draft
 
 
@@ -121,8 +124,31 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
         "eval_f1": 86.5,
     }
     links = detail["links"]
-    assert links["mlflow_experiment"].startswith(f"{tracking.tracking_uri}/#/experiments/")
+    # The tracking store is SQLite: the links go to where `dicesweep ui` serves it.
+    assert links["mlflow_experiment"].startswith("http://127.0.0.1:5000/#/experiments/")
     assert links["mlflow_run"] == f"{links['mlflow_experiment']}/runs/{parent}"
+    assert links["page"] == f"/sweeps/{sweep.id}"
+    trials = api.client.get(f"/v1/sweeps/{sweep.id}/trials", headers=bearer(key)).json()
+    assert {trial["mlflow_run"] for trial in trials["data"]} == {
+        f"{links['mlflow_experiment']}/runs/{run_id}" for run_id in run_ids
+    }
+
+
+def test_mlflow_links_go_to_the_configured_ui(
+    make_api: MakeApi, session: Session, alice: Owner
+) -> None:
+    api = make_api(mlflow_ui_url="https://mlflow.example.org/")
+    key = create_api_key(session, alice.id).plain_key
+    sweep = _sweep(session, alice, trials=2)
+    record_progress(
+        session, sweep.id, TrialProgress(mlflow_experiment_id="3", mlflow_parent_run_id="p1")
+    )
+    links = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()["links"]
+    assert links["mlflow_run"] == "https://mlflow.example.org/#/experiments/3/runs/p1"
+    served = ServiceSettings(mlflow_tracking_uri="http://mlflow:5000/")
+    assert served.mlflow_ui == "http://mlflow:5000"
+    with pytest.raises(ValidationError, match="DICESWEEP_MLFLOW_UI_URL is where a browser"):
+        ServiceSettings(mlflow_ui_url="sqlite:///mlflow.db")
 
 
 def test_the_detail_answers_from_the_store_not_from_mlflow(

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response, status
 
 from search_spaces.presets import list_presets
-from search_spaces.reports import failed_trials, with_failures
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
@@ -17,7 +16,7 @@ from sweep_service.api.deps import (
     SweepDep,
     TrackingDep,
 )
-from sweep_service.api.grid import MEDIA_TYPES, GridFormat, build_table, finished_rows, render
+from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, render
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
 from sweep_service.api.schemas import (
@@ -70,6 +69,7 @@ def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, Non
     base = f"{API_PREFIX}{router.prefix}/{sweep.id}"
     return SweepLinks(
         sweep=base,
+        page=f"/sweeps/{sweep.id}",
         trials=f"{base}/trials",
         grid=f"{base}/grid",
         cancel=f"{base}/cancel",
@@ -125,7 +125,7 @@ def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
     return SweepDetail.of(
         sweep,
-        sweep_links(sweep, mlflow_links(str(settings.mlflow_tracking_uri), sweep)),
+        sweep_links(sweep, mlflow_links(settings.mlflow_ui, sweep)),
         trials=trial_counts(sweep),
         best_trial=best_trial(sweep),
         trials_as_of=sweep.trials_synced_at,
@@ -136,12 +136,15 @@ def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
 def read_trials(
     sweep: SweepDep,
     tracking: TrackingDep,
+    settings: SettingsDep,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     page_token: TokenQuery = None,
 ) -> TrialsPublic:
-    """The sweep's trials as MLflow holds them, one page at a time."""
+    """The sweep's trials as MLflow holds them, one page at a time, each with its link
+    into the MLflow UI."""
     rows = sweep_trials(tracking, sweep.id)
-    data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token)
+    experiment_url, _ = mlflow_links(settings.mlflow_ui, sweep)
+    data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token, experiment_url)
     return TrialsPublic(data=data, count=len(rows), next_page_token=next_token)
 
 
@@ -162,11 +165,12 @@ def read_grid(
     metric: str = "eval_f1",
     fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
 ) -> Response:
-    """The sweep's table over its finished trials: mean ± std over seeds per cell and
-    the delta against ``ce``; the paper's layout unless ``rows``/``cols`` are given."""
+    """The sweep's table over its finished trials: mean ± std over seeds per cell, the
+    delta against ``ce`` marked where the paired test finds it significant, the best
+    per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
     trials = from_mlflow(lambda: trial_rows(tracking, sweep.id))
-    table = build_table(finished_rows(trials, sweep.id), rows, cols, metric)
-    content, media_type = render(with_failures(table, failed_trials(trials)), fmt)
+    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric)
+    content, media_type = render(table, fmt)
     return Response(content, media_type=media_type)
 
 

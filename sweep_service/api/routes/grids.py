@@ -1,0 +1,60 @@
+"""``/v1/grid``: several sweeps' finished trials merged into one table, e.g. Table 10
+run as one sweep per data set, or Table 8 on MRPC and on QQP."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from sweep_service.api.deps import OwnerDep, SessionDep, TrackingDep
+from sweep_service.api.errors import ApiError
+from sweep_service.api.grid import MAX_MERGED_SWEEPS, MEDIA_TYPES, GridFormat, grid_of, render
+from sweep_service.api.trials import from_mlflow
+from sweep_service.results import merged_rows
+from sweep_service.store import get_sweep
+
+router = APIRouter(prefix="/grid", tags=["sweeps"])
+
+IdsQuery = Annotated[
+    list[str],
+    Query(description="sweep ids: repeat ids=, or one comma-separated value", min_length=1),
+]
+
+
+@router.get(
+    "",
+    response_class=Response,
+    responses={
+        200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
+        404: {"description": "an id that is no sweep of the caller's (named)"},
+        409: {"description": "none of the sweeps has a finished trial yet"},
+        422: {"description": f"more than {MAX_MERGED_SWEEPS} ids; an unknown rows, cols, metric"},
+    },
+)
+def read_merged_grid(
+    ids: IdsQuery,
+    session: SessionDep,
+    owner: OwnerDep,
+    tracking: TrackingDep,
+    rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
+    cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
+    metric: str = "eval_f1",
+    fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
+) -> Response:
+    """One table over the finished trials of every sweep in ``ids`` (each the
+    caller's), in the paper's layout unless ``rows``/``cols`` are given; the rows
+    carry a ``sweep`` column, so ``rows=sweep`` compares the sweeps themselves."""
+    wanted = list(dict.fromkeys(p.strip() for value in ids for p in value.split(",") if p.strip()))
+    if not wanted or len(wanted) > MAX_MERGED_SWEEPS:
+        message = f"give 1 to {MAX_MERGED_SWEEPS} sweep ids; got {len(wanted)}"
+        raise ApiError(
+            "invalid_request", [{"loc": ["query", "ids"], "msg": message, "type": "value_error"}]
+        )
+    sweeps = [get_sweep(session, owner.id, sweep_id) for sweep_id in wanted]
+    session.commit()  # the store is not held while MLflow is read
+    trials = from_mlflow(lambda: merged_rows(tracking, [sweep.id for sweep in sweeps]))
+    subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
+    title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
+    content, media_type = render(grid_of(trials, subject, title, rows, cols, metric), fmt)
+    return Response(content, media_type=media_type)

@@ -1,0 +1,106 @@
+"""What the pages show, built from the store's sweep and MLflow's trial rows: plain
+data for the templates, no HTML here except the table's own renderer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from search_spaces.reports import to_html
+from sweep_service.api.errors import ApiError
+from sweep_service.api.grid import grid_of
+from sweep_service.api.trials import trial_counts
+from sweep_service.store import Sweep
+
+RUNNING = "RUNNING"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A sweep's trials by state; ``percent`` is the share that has ended."""
+
+    done: int
+    failed: int
+    running: int
+    pending: int
+    total: int
+
+    @property
+    def percent(self) -> float:
+        ended = self.done + self.failed
+        return 100.0 * ended / self.total if self.total else 0.0
+
+    @classmethod
+    def of(cls, sweep: Sweep) -> Progress:
+        """As the store last read it from MLflow (the list page: no MLflow read)."""
+        counts = trial_counts(sweep)
+        return cls(counts.done, counts.failed, counts.running, counts.pending, sweep.trial_count)
+
+    @classmethod
+    def from_rows(cls, rows: pd.DataFrame, total: int) -> Progress:
+        """From MLflow's trial runs as just read: FINISHED done, FAILED or KILLED
+        failed, RUNNING running; the rest of ``total`` pending."""
+        states = rows["status"].value_counts() if "status" in rows else pd.Series(dtype=int)
+        done = int(states.get("FINISHED", 0))
+        failed = int(states.get("FAILED", 0) + states.get("KILLED", 0))
+        running = int(states.get(RUNNING, 0))
+        return cls(done, failed, running, max(total - done - failed - running, 0), total)
+
+
+@dataclass(frozen=True)
+class TrialLine:
+    """One trial as a page lists it."""
+
+    label: str  # e.g. "dsc(alpha=0.3) seed=1 mrpc/original"
+    status: str  # MLflow's: RUNNING, FINISHED, FAILED, KILLED
+    epoch: float | None
+    metric: float | None
+    failure_reason: str | None
+    mlflow_url: str | None
+
+
+def trial_lines(rows: pd.DataFrame, metric: str, experiment_url: str | None) -> list[TrialLine]:
+    """The trials of ``rows`` (``sweep_service.results.trial_rows``), running ones
+    first, then by label; ``experiment_url`` (the MLflow UI's experiment page) gives
+    each trial's link."""
+    lines = [
+        TrialLine(
+            label=f"{row['loss']} seed={row['seed']} {row['dataset']}/{row['variant']}",
+            status=str(row["status"]),
+            epoch=_number(row.get("epoch")),
+            metric=_number(row.get(metric)),
+            failure_reason=_text(row.get("failure_reason")),
+            mlflow_url=f"{experiment_url}/runs/{row['run_id']}" if experiment_url else None,
+        )
+        for row in rows.to_dict(orient="records")
+    ]
+    return sorted(lines, key=lambda line: (line.status != RUNNING, line.label))
+
+
+def grid_html(rows: pd.DataFrame, metric: str, title: str) -> str | None:
+    """The paper-shaped table of the finished trials in ``rows`` as an HTML fragment:
+    mean ± std over seeds, Δ against CE with the paired tests' marks, the best per
+    column in bold, failed trials listed under it; None before any trial finished."""
+    try:
+        return to_html(grid_of(rows, "the sweep", title, metric=metric))
+    except ApiError:  # no finished trial yet, or none reports the metric
+        return None
+
+
+def spec_yaml(sweep: Sweep) -> str:
+    """The sweep's resolved spec (every preset applied), as YAML."""
+    return yaml.safe_dump(sweep.resolved_spec, sort_keys=False, allow_unicode=True)
+
+
+def _number(value: Any) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,201 @@
+"""The sweep pages over the real store and an MLflow store holding trial runs as the
+driver writes them: what they show, who may see them, the sign-in cookie, and the
+API docs served with no internet."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+
+from sweep_service.api.auth import KEY_COOKIE
+from sweep_service.store import (
+    Owner,
+    SweepStatus,
+    TrialProgress,
+    create_api_key,
+    create_sweep,
+    record_progress,
+    transition_sweep,
+)
+from tests.service.api_fixtures import (
+    Api,
+    FakeTrial,
+    bearer,
+    experiment_id,
+    write_parent,
+    write_trials,
+)
+from tests.service.factories import make_draft
+
+TRIALS = [
+    FakeTrial({"name": "ce"}, seed=0, eval_f1=80.0),
+    FakeTrial({"name": "ce"}, seed=1, eval_f1=82.0),
+    FakeTrial({"name": "dsc", "alpha": 0.1}, seed=0, eval_f1=84.0),
+    FakeTrial({"name": "dsc", "alpha": 0.1}, seed=1, eval_f1=87.0),
+    FakeTrial(
+        {"name": "focal", "gamma": 2},
+        seed=0,
+        status="FAILED",
+        reason="diverged at step 7 (training loss nan)",
+    ),
+    FakeTrial({"name": "focal", "gamma": 2}, seed=1, status="RUNNING", eval_f1=61.5),
+]
+
+
+def _text(html: str) -> str:
+    """The page's text with tags dropped and white space collapsed."""
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+@pytest.fixture
+def running_sweep(session: Session, alice: Owner, tracking: MlflowClient) -> tuple[str, list[str]]:
+    """A running sweep of alice's: 4 trials finished, 1 failed, 1 running at epoch 2."""
+    draft = make_draft("table8-mrpc", trials=8)
+    sweep = create_sweep(session, alice.id, draft).sweep
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    transition_sweep(session, sweep.id, SweepStatus.RUNNING)
+    parent = write_parent(tracking, sweep.id)
+    run_ids = write_trials(tracking, sweep.id, TRIALS)
+    tracking.log_metric(run_ids[-1], "epoch", 2.0)
+    progress = TrialProgress(
+        running=1,
+        done=4,
+        failed=1,
+        mlflow_experiment_id=experiment_id(tracking),
+        mlflow_parent_run_id=parent,
+    )
+    record_progress(session, sweep.id, progress)
+    return sweep.id, run_ids
+
+
+@pytest.fixture
+def signed_in(api: Api, session: Session, alice: Owner) -> Api:
+    """``api`` whose browser holds alice's key in the sign-in cookie."""
+    api.client.cookies.set(KEY_COOKIE, create_api_key(session, alice.id).plain_key)
+    return api
+
+
+def test_on_loopback_without_keys_the_pages_are_open(api: Api) -> None:
+    created = api.client.post("/v1/sweeps", json={"extends": "smoke"})
+    assert created.status_code == 201
+    page = api.client.get("/")
+    assert page.status_code == 200 and "smoke" in _text(page.text)
+    sweep = api.client.get(f"/sweeps/{created.json()['id']}")
+    assert sweep.status_code == 200 and "pending" in _text(sweep.text)
+    assert "No trial has started yet." in _text(sweep.text)
+
+
+def test_the_list_page_shows_each_sweep_with_its_progress(
+    signed_in: Api, running_sweep: tuple[str, list[str]]
+) -> None:
+    api, (sweep_id, _) = signed_in, running_sweep
+    answer = api.client.get("/")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/html")
+    text = _text(answer.text)
+    assert "table8-mrpc" in text
+    assert f'href="/sweeps/{sweep_id}"' in answer.text
+    assert "running" in text
+    assert "5/8 trials (62%): 4 done, 1 running, 1 failed" in text
+    live = api.client.get("/live/sweeps")
+    assert "5/8 trials" in _text(live.text) and "<html" not in live.text
+
+
+def test_a_running_sweep_page_shows_trials_table_and_links(
+    signed_in: Api, running_sweep: tuple[str, list[str]]
+) -> None:
+    api, (sweep_id, run_ids) = signed_in, running_sweep
+    answer = api.client.get(f"/sweeps/{sweep_id}")
+    assert answer.status_code == 200
+    html, text = answer.text, _text(answer.text)
+    # The running trial with its epoch and latest metric.
+    assert "focal(gamma=2) seed=1 mrpc/original 2 61.50" in text
+    # The table: mean ± std over seeds, the delta against ce; dsc's mean is the best.
+    assert "81.00 ± 1.41" in text
+    assert "85.50 ± 2.12 (+4.50)" in text
+    assert 'class="grid' in html
+    # The failed trial and its reason; the plot of the table.
+    assert "diverged at step 7 (training loss nan)" in text
+    assert f"/v1/sweeps/{sweep_id}/grid?format=png" in html
+    # Links into the MLflow UI: http(s), the trial's own run.
+    links = re.findall(r'href="([^"]+/runs/[^"]+)"', html)
+    assert links and all(link.startswith("http") for link in links)
+    assert any(link.endswith(f"/runs/{run_ids[2]}") for link in links)
+    # Still running: the live part is not final, so the page keeps refreshing.
+    assert 'data-live="/sweeps/' in html
+    assert "data-final" not in api.client.get(f"/sweeps/{sweep_id}/live").text
+    assert "spec" in text.lower() and "table8-mrpc" in text
+
+
+def test_a_finished_sweep_stops_refreshing(
+    signed_in: Api, session: Session, running_sweep: tuple[str, list[str]]
+) -> None:
+    api, (sweep_id, _) = signed_in, running_sweep
+    transition_sweep(session, sweep_id, SweepStatus.SUCCEEDED)
+    live = api.client.get(f"/sweeps/{sweep_id}/live").text
+    assert 'data-final="true"' in live
+    assert "succeeded" in _text(live)
+
+
+def test_another_owners_sweep_is_not_shown(
+    make_api: object, session: Session, bob: Owner, running_sweep: tuple[str, list[str]]
+) -> None:
+    sweep_id, _ = running_sweep
+    api = make_api()  # type: ignore[operator]
+    key = create_api_key(session, bob.id).plain_key
+    api.client.cookies.set(KEY_COOKIE, key)
+    answer = api.client.get(f"/sweeps/{sweep_id}")
+    assert answer.status_code == 404
+    assert "No such sweep" in answer.text
+    assert "table8-mrpc" not in api.client.get("/").text
+
+
+def test_a_key_is_asked_for_once_keys_exist_and_kept_for_reads_only(
+    api: Api, session: Session, alice: Owner, running_sweep: tuple[str, list[str]]
+) -> None:
+    sweep_id, _ = running_sweep
+    key = create_api_key(session, alice.id).plain_key
+    asked = api.client.get(f"/sweeps/{sweep_id}", follow_redirects=False)
+    assert asked.status_code == 303
+    assert asked.headers["location"] == f"/login?next=%2Fsweeps%2F{sweep_id}"
+    wrong = api.client.post("/login", data={"key": "ds_wrong", "next": "/"})
+    assert wrong.status_code == 401 and "wrong or revoked" in wrong.text
+    signed = api.client.post(
+        "/login", data={"key": key, "next": f"/sweeps/{sweep_id}"}, follow_redirects=False
+    )
+    assert signed.status_code == 303 and signed.headers["location"] == f"/sweeps/{sweep_id}"
+    cookie = signed.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert api.client.get(f"/sweeps/{sweep_id}").status_code == 200
+    assert api.client.get(f"/v1/sweeps/{sweep_id}").status_code == 200
+    # The cookie reads; it never submits or cancels (another site could make a browser).
+    assert api.client.post(f"/v1/sweeps/{sweep_id}/cancel").status_code == 401
+    assert api.client.post(f"/v1/sweeps/{sweep_id}/cancel", headers=bearer(key)).status_code == 200
+    # The form only ever sends the browser to a page of this service.
+    away = api.client.post(
+        "/login", data={"key": key, "next": "//evil.example/"}, follow_redirects=False
+    )
+    assert away.headers["location"] == "/"
+    out = api.client.post("/logout", follow_redirects=False)
+    assert KEY_COOKIE in out.headers["set-cookie"] and "Max-Age=0" in out.headers["set-cookie"]
+
+
+@pytest.mark.parametrize(
+    ("page", "assets"),
+    [
+        ("/docs", ["swagger-ui-bundle.js", "swagger-ui.css"]),
+        ("/redoc", ["redoc.standalone.js"]),
+    ],
+)
+def test_the_api_docs_need_no_internet(api: Api, page: str, assets: list[str]) -> None:
+    html = api.client.get(page).text
+    assert "cdn" not in html.lower() and "fonts.googleapis" not in html
+    for asset in assets:
+        url = f"/assets/docs/{asset}"
+        assert url in html
+        served = api.client.get(url)
+        assert served.status_code == 200 and len(served.content) > 100_000
+    assert api.client.get("/openapi.json").json()["info"]["title"] == "dicesweep"
