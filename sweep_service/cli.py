@@ -15,7 +15,7 @@ from pathlib import Path
 from search_spaces.settings import DicesweepSettings
 
 # Report formats; the renderers (pandas) are imported only by the commands that use them.
-FORMATS = ("markdown", "csv", "latex", "json", "png")
+FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -49,26 +49,26 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
-    """Render a sweep's table from its MLflow runs, in the paper's layout by default."""
+    """Render a sweep's table from its MLflow runs, or several sweeps' merged into one,
+    in the paper's layout by default, with the paired tests' marks."""
     from mlflow.tracking import MlflowClient
 
     from search_spaces import reports
-    from sweep_service.results import SweepNotFoundError, trial_rows
+    from sweep_service.results import merged_rows
 
     settings = DicesweepSettings()
-    try:
-        rows = trial_rows(MlflowClient(str(settings.mlflow_tracking_uri)), args.sweep_id)
-    except SweepNotFoundError as error:
-        print(f"dicesweep grid: {error}", file=sys.stderr)
+    client = MlflowClient(str(settings.mlflow_tracking_uri))
+    sweep_ids = list(dict.fromkeys(args.sweep_id))
+    rows = merged_rows(client, sweep_ids)
+    finished = rows[rows["status"] == "FINISHED"]
+    if finished.empty:
+        names = ", ".join(sweep_ids)
+        print(f"dicesweep grid: no finished trials found for {names}", file=sys.stderr)
         return 1
-    rows_key, cols_key, baseline = reports.infer_layout(rows)
-    table = reports.pivot_table(
-        rows,
-        args.rows or rows_key,
-        args.cols or cols_key,
-        metric=args.metric,
-        baseline=baseline if args.rows in (None, "loss") else None,
+    table = reports.paper_table(
+        finished, args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
     )
+    table = reports.with_failures(table, reports.failed_trials(rows))
     if args.format == "png":
         if args.output is None:
             print("dicesweep grid: --format png needs --output FILE", file=sys.stderr)
@@ -79,6 +79,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
         "markdown": reports.to_markdown,
         "csv": reports.to_csv,
         "latex": reports.to_latex,
+        "html": reports.to_html,
         "json": reports.to_json,
     }[args.format]
     text = render(table)
@@ -90,8 +91,15 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """The MLflow UI over the same tracking store the sweeps write to."""
+    """The MLflow UI over the same tracking store the sweeps write to; says where."""
     settings = DicesweepSettings()
+    url = f"http://{args.host}:{args.port}"
+    print(
+        f"MLflow UI at {url} (store {settings.mlflow_tracking_uri}); the service's links go "
+        f"to {settings.mlflow_ui} (DICESWEEP_MLFLOW_UI_URL)",
+        file=sys.stderr,
+        flush=True,
+    )
     command = [
         sys.executable,
         "-m",
@@ -186,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=cmd_run)
     presets = sub.add_parser("presets", help="list the presets and their trial counts")
     presets.set_defaults(handler=cmd_presets)
-    grid = sub.add_parser("grid", help="a sweep's table from its MLflow runs")
-    grid.add_argument("sweep_id")
+    grid = sub.add_parser("grid", help="a sweep's table (or several merged) from MLflow")
+    grid.add_argument("sweep_id", nargs="+", help="one sweep id, or several to merge")
     grid.add_argument("--format", choices=FORMATS, default="markdown")
     grid.add_argument("--rows", help="row key (default: the paper's layout)")
     grid.add_argument("--cols", help="column key (default: the paper's layout)")

@@ -129,7 +129,7 @@ def legend(table: pd.DataFrame) -> str:
     if attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
-    if attrs.get("significance"):
+    if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
         text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
     return text + "."
 

@@ -130,8 +130,22 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert steps_logged(client, trial.info.run_id) == [4]  # 64 examples / 16 = 4 steps
     dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")
     assert dsc.data.params["loss.alpha"] == "0.1"
+    # Named for the MLflow UI: the spec's name and a short id; each trial by its loss,
+    # seed, variant and data set; the spec's description on the parent.
+    assert parent.info.run_name == "smoke · test"
+    assert parent.data.tags["mlflow.note.content"].startswith("Smoke test: tiny-bert")
+    assert dsc.info.run_name == "dsc(alpha=0.1) seed=0 original · mrpc"
+    experiment = client.get_experiment(parent.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    # The table's numbers on the parent, equal to its trials' (one seed: the value).
+    f1 = {t.data.tags["dicesweep.loss_label"]: t.data.metrics["eval_f1"] for t in trials}
+    assert parent.data.metrics["grid/ce/mrpc/mean"] == pytest.approx(f1["ce"])
+    assert parent.data.metrics["best_eval_f1/dsc_alpha0.1"] == pytest.approx(f1["dsc(alpha=0.1)"])
+    delta = parent.data.metrics["grid/dsc_alpha0.1/mrpc/delta"]
+    assert delta == pytest.approx(f1["dsc(alpha=0.1)"] - f1["ce"])
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/grid.md", "report/grid.csv", "report/grid.tex", "report/grid.png"} <= artifacts
+    assert "report/grid.html" in artifacts
     assert "| dsc(alpha=0.1) |" in smoke["result"].stdout  # the table, printed at the end
     assert "2 done, 0 failed" in smoke["result"].stderr
     assert "running" in smoke["result"].stderr  # the live display
@@ -161,7 +175,7 @@ def test_grid_command_renders_the_sweep(smoke: dict[str, Any], fmt: str) -> None
         cells = json.loads(text)
         assert cells
     elif fmt == "latex":
-        assert "\\toprule" in text
+        assert "\\toprule" in text and "\\label{tab:smoke-test}" in text
     else:
         assert "dsc(alpha=0.1)" in text and "mrpc" in text
 
@@ -184,7 +198,8 @@ def test_grid_command_png_and_unknown_sweep(smoke: dict[str, Any], tmp_path: Pat
         timeout=120,
         check=False,
     )
-    assert missing.returncode == 1 and "no trials found for sweep 'no-such-sweep'" in missing.stderr
+    assert missing.returncode == 1
+    assert "no finished trials found for no-such-sweep" in missing.stderr
 
 
 def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(

@@ -43,3 +43,41 @@ def test_a_restored_logger_starts_its_own_queue() -> None:
     restored.later(lambda: made.append(1))
     restored.flush()
     assert made == [1]
+
+
+def test_the_table_as_parent_metrics_with_safe_names() -> None:
+    import pandas as pd
+
+    from search_spaces.reports import paper_table
+    from trainables.driver.reports import metric_key, table_metrics
+
+    assert metric_key("dsc(alpha=0.1)") == "dsc_alpha0.1"
+    assert metric_key("+positive&negative") == "plus_positive_and_negative"
+    assert metric_key("-negative") == "-negative"
+    assert metric_key(0.3) == "0.3"
+    rows = pd.DataFrame(
+        [
+            {
+                "loss": loss,
+                "loss_name": loss[:3],
+                "dataset": "mrpc",
+                "variant": variant,
+                "seed": seed,
+                "eval_f1": value + seed,
+            }
+            for loss, variant, value in (
+                ("ce", "original", 80.0),
+                ("ce", "+positive", 70.0),
+                ("dsc(alpha=0.1)", "original", 83.0),
+                ("dsc(alpha=0.1)", "+positive", 75.0),
+            )
+            for seed in (0, 2)
+        ]
+    )
+    metrics = table_metrics(paper_table(rows))
+    assert metrics["best_eval_f1/ce"] == 81.0
+    assert metrics["best_eval_f1/dsc_alpha0.1"] == 84.0
+    assert metrics["grid/dsc_alpha0.1/plus_positive/delta"] == 5.0
+    assert metrics["grid/ce/original/std"] == pytest.approx(2**0.5)
+    assert "grid/ce/original/delta" not in metrics  # the baseline has none
+    assert len(metrics) == 2 + 4 * 2 + 2

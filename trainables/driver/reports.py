@@ -3,7 +3,10 @@ artifacts of its parent run."""
 
 from __future__ import annotations
 
+import math
+import re
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -11,17 +14,18 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.reports import (
-    infer_layout,
     paired_test,
-    pivot_table,
+    paper_table,
     row_from_trial,
     to_csv,
+    to_html,
     to_json,
     to_latex,
     to_markdown,
     to_png,
     with_failures,
 )
+from search_spaces.reports.formats import format_value
 
 REASON_LIMIT = 500  # characters of a failure reason kept in MLflow and the table
 
@@ -65,22 +69,62 @@ def write_reports(
     rows: pd.DataFrame,
     metric: str,
     failed: Iterable[dict[str, Any]] = (),
+    name: str | None = None,
 ) -> str:
     """Attach the table of ``metric`` over ``rows`` in the paper's layout (Markdown, CSV,
-    LaTeX, JSON, PNG), the paired tests against the baseline and the rows themselves;
-    returns the table as Markdown."""
-    rows_key, cols_key, baseline = infer_layout(rows)
-    table = with_failures(pivot_table(rows, rows_key, cols_key, metric, baseline), failed)
+    LaTeX, HTML, JSON, PNG; titled ``name``), the paired tests against the baseline and
+    the rows themselves, and log the table's numbers and the best cell of each row as
+    metrics of the parent run (``table_metrics``); returns the table as Markdown."""
+    table = with_failures(paper_table(rows, metric, title=name), failed)
+    rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
+    baseline = table.attrs["baseline"]
     tests = paired_test(rows, rows_key, cols_key, metric, baseline) if baseline else pd.DataFrame()
-    kind = "line" if str(table.index.name or "").startswith("param_") else "heatmap"
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         (out / "grid.md").write_text(to_markdown(table))
         (out / "grid.csv").write_text(to_csv(table))
         (out / "grid.tex").write_text(to_latex(table))
+        (out / "grid.html").write_text(to_html(table))
         (out / "grid.json").write_text(to_json(table))
-        (out / "grid.png").write_bytes(to_png(table, kind=kind))
+        (out / "grid.png").write_bytes(to_png(table))
         tests.to_csv(out / "paired_tests.csv", index=False)
         rows.to_csv(out / "trials.csv", index=False)
         client.log_artifacts(run_id, folder, artifact_path="report")
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    batch = [Metric(key, value, now, 0) for key, value in table_metrics(table).items()]
+    for start in range(0, len(batch), 1000):  # MLflow's batch limit
+        client.log_batch(run_id, metrics=batch[start : start + 1000])
     return to_markdown(table)
+
+
+def table_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """The table as MLflow metrics of the parent run, so the runs list compares sweeps:
+    ``best_<metric>/<row>`` (the row's best cell mean, e.g. a loss's best over the
+    variants) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
+    value; labels are made metric-name safe (``metric_key``)."""
+    metric = table.attrs["metric"]
+    metrics: dict[str, float] = {}
+    for row in table.index:
+        means = table.loc[row].xs("mean", level="stat").astype(float)
+        if means.notna().any():
+            metrics[f"best_{metric}/{metric_key(row)}"] = float(means.max())
+        for column in means.index:
+            for stat in ("mean", "std", "delta"):
+                value = float(table.at[row, (column, stat)])
+                if not math.isnan(value):
+                    key = f"grid/{metric_key(row)}/{metric_key(column)}/{stat}"
+                    metrics[key] = value
+    return metrics
+
+
+_KEY_WORDS = {"+": "plus_", "&": "_and_", "=": "", ",": "_", "(": "_", ")": ""}
+
+
+def metric_key(label: Any) -> str:
+    """A table label as a piece of an MLflow metric name (letters, digits, ``_ - .``):
+    ``"dsc(alpha=0.1)"`` -> ``"dsc_alpha0.1"``, ``"+positive&negative"`` ->
+    ``"plus_positive_and_negative"``."""
+    text = "".join(_KEY_WORDS.get(char, char) for char in format_value(label))
+    return re.sub(r"[^\w.\-]+", "_", text).strip("_") or "_"

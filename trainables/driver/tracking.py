@@ -53,6 +53,13 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
     }
 
 
+def trial_run_name(trial: TrialConfig) -> str:
+    """``"tversky(alpha=0.3,beta=0.7) seed=2 original · conll2003"``: what the MLflow
+    UI lists a trial by."""
+    loss = trial.loss.model_dump(exclude_none=True, exclude_unset=True)
+    return f"{loss_label(loss)} seed={trial.seed} {trial.variant} · {dataset_label(trial.dataset)}"
+
+
 def trial_params(trial: TrialConfig) -> dict[str, str]:
     """Flat params: ``loss`` and ``loss.<param>``, the data, the seed and the training set-up."""
     loss = trial.loss.model_dump(exclude_none=True)
@@ -156,7 +163,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         if existing is None:
             tags = trial_tags(trial, trial_id)
             tags[MLFLOW_PARENT_RUN_ID] = self.link.parent_run_id
-            tags[MLFLOW_RUN_NAME] = f"{tags[LOSS_LABEL_TAG]} seed={trial.seed}"
+            tags[MLFLOW_RUN_NAME] = trial_run_name(trial)
             tags[ATTEMPT_TAG] = "1"
             run_id = str(self.client.create_run(self.link.experiment_id, tags=tags).info.run_id)
             params = [Param(k, v) for k, v in trial_params(trial).items()]
