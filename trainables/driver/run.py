@@ -39,7 +39,7 @@ from trainables.driver.cluster import count_unfinished, start_ray, unschedulable
 from trainables.driver.progress import SweepProgress
 from trainables.driver.reports import collect_rows, write_reports
 
-# Ray Tune's classic console output, silenced by verbose=0: the progress line
+# Ray Tune's classic console output, silenced by verbose=0: the progress display
 # of SweepProgress replaces it.
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
@@ -50,22 +50,38 @@ def new_sweep_id(spec: SweepSpec) -> str:
     return f"{spec.name or 'sweep'}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
+# MLflow 3's UI opens an experiment of this kind in its model-training view (runs,
+# params, metrics, charts) rather than the GenAI one (traces, evaluations).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 def experiment_id(client: Any, settings: DicesweepSettings) -> str:
-    """The ``dicesweep`` experiment, created with an artifact folder under the home."""
+    """The ``dicesweep`` experiment, created with an artifact folder under the home,
+    marked as model training for the MLflow UI."""
     found = client.get_experiment_by_name(EXPERIMENT)
     if found is not None:
+        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+            client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
         return str(found.experiment_id)
     location = None
     if str(settings.mlflow_tracking_uri).startswith("sqlite:"):
         settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
         location = settings.mlflow_artifact_root.as_uri()
-    return str(client.create_experiment(EXPERIMENT, artifact_location=location))
+    tags = dict([EXPERIMENT_KIND])
+    return str(client.create_experiment(EXPERIMENT, artifact_location=location, tags=tags))
+
+
+def parent_run_name(spec: SweepSpec, sweep_id: str) -> str:
+    """``"table8-mrpc · 7160b929"``: the spec's name (else its preset) and a short id,
+    so runs of one spec stay apart in the MLflow UI."""
+    short = sweep_id.removeprefix("sw-").rsplit("-", 1)[-1][:8]
+    return f"{spec.name or spec.extends or 'sweep'} · {short}"
 
 
 def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> str:
     """The sweep's parent run: found by its tags on a resume, else created with the spec."""
     from mlflow.entities import Param, RunStatus
-    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
+    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE
 
     from trainables.driver.tracking import find_run
 
@@ -74,7 +90,9 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
     if existing is not None:
         client.update_run(existing, status=RunStatus.to_string(RunStatus.RUNNING))
         return existing
-    run = client.create_run(experiment, tags={**tags, MLFLOW_RUN_NAME: sweep_id})
+    described = {MLFLOW_RUN_NOTE: spec.description} if spec.description else {}
+    named = {**tags, **described, MLFLOW_RUN_NAME: parent_run_name(spec, sweep_id)}
+    run = client.create_run(experiment, tags=named)
     params = {
         "preset": spec.extends or "",
         "trials": trial_count(spec),
@@ -108,9 +126,12 @@ def open_tracking(
     return client, link
 
 
-def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> Any:
+def build_tuner(
+    spec: SweepSpec, sweep_id: str, logger: Any, storage: Path, started_at: float
+) -> Any:
     """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists.
-    Either way ``logger`` logs its trials to MLflow."""
+    Either way ``logger`` logs its trials to MLflow; the progress display counts time
+    from ``started_at`` (seconds since the epoch), the sweep's first start."""
     from ray import tune
 
     from search_spaces.tune_search import to_param_space, trial_resources, tune_config_kwargs
@@ -119,7 +140,8 @@ def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> A
     trainable = tune.with_resources(train, trial_resources(spec))
     path = storage / sweep_id
     if tune.Tuner.can_restore(str(path)):
-        # The experiment keeps its callbacks: the progress line and the trial logger.
+        # The experiment keeps its callbacks: the progress display (with the sweep's
+        # first start) and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
         return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
     param_space = to_param_space(spec, sweep_id=sweep_id)
@@ -128,7 +150,7 @@ def build_tuner(spec: SweepSpec, sweep_id: str, logger: Any, storage: Path) -> A
         storage_path=str(storage),
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-        callbacks=[SweepProgress(spec.search.metric, trial_count(spec)), logger],
+        callbacks=[SweepProgress(spec.search.metric, trial_count(spec), started_at), logger],
         verbose=0,
     )
     return tune.Tuner(
@@ -192,7 +214,9 @@ def run(
     from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
-    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path)
+    # The parent run's start is the sweep's first: a resumed sweep's clock goes on.
+    started_at = client.get_run(parent).info.start_time / 1000
+    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
     results = tuner.fit()
     logger.flush()  # the trial runs are complete before they are read or stopped
@@ -214,7 +238,8 @@ def run(
             file=sys.stderr,
         )
     if not rows.empty:
-        print(write_reports(client, parent, rows, spec.search.metric, failed))
+        name = spec.name or spec.extends or sweep_id
+        print(write_reports(client, parent, rows, spec.search.metric, failed, name))
     status = "FAILED" if len(failed) == len(results) else "FINISHED"
     client.set_tag(parent, "dicesweep.failed_trials", str(len(failed)))
     client.set_terminated(parent, status)
