@@ -66,19 +66,35 @@ def best_trial(sweep: Sweep) -> BestTrial | None:
     return None if sweep.best_trial is None else BestTrial.model_validate(sweep.best_trial)
 
 
-def mlflow_links(ui: str, sweep: Sweep) -> tuple[str | None, str | None]:
-    """Links to the sweep's MLflow experiment and parent run in the MLflow UI at
-    ``ui`` (``<ui>/#/experiments/<id>/runs/<run id>``, the settings' ``mlflow_ui``);
-    None where not known yet."""
+# MLflow 3's UI opens in its GenAI view unless a link asks for the model-training one.
+ML_VIEW = "?workflowType=machine_learning"
+
+
+def experiment_base(ui: str, sweep: Sweep) -> str | None:
+    """``<ui>/#/experiments/<id>``, the MLflow UI's address of the sweep's experiment
+    (``ui``: the settings' ``mlflow_ui``); None until the driver has created it."""
     if sweep.mlflow_experiment_id is None:
+        return None
+    return f"{ui}/#/experiments/{sweep.mlflow_experiment_id}"
+
+
+def run_url(base: str, run_id: str) -> str:
+    """A run's page in the MLflow UI, under the experiment address ``base``."""
+    return f"{base}/runs/{run_id}{ML_VIEW}"
+
+
+def mlflow_links(ui: str, sweep: Sweep) -> tuple[str | None, str | None]:
+    """Links to the sweep's experiment (its runs list) and parent run in the MLflow UI
+    at ``ui``, both in its model-training view; None where not known yet."""
+    base = experiment_base(ui, sweep)
+    if base is None:
         return None, None
-    experiment = f"{ui}/#/experiments/{sweep.mlflow_experiment_id}"
     run_id = sweep.mlflow_parent_run_id
-    return experiment, f"{experiment}/runs/{run_id}" if run_id else None
+    return f"{base}/runs{ML_VIEW}", run_url(base, run_id) if run_id else None
 
 
 def trial_page(
-    rows: pd.DataFrame, limit: int, page_token: str | None, experiment_url: str | None = None
+    rows: pd.DataFrame, limit: int, page_token: str | None, experiment: str | None = None
 ) -> tuple[list[TrialPublic], str | None]:
     """The trials after ``page_token`` in ``TRIAL_ORDER``, at most ``limit``, and the
     token of the next page (None on the last). A key, not an offset: trials that
@@ -94,7 +110,7 @@ def trial_page(
         keyed = [(key, row) for key, row in keyed if key > after]
     page = keyed[:limit]
     next_token = encode_trial_token(page[-1][0]) if len(keyed) > limit else None
-    return [trial_public(row, experiment_url) for _, row in page], next_token
+    return [trial_public(row, experiment) for _, row in page], next_token
 
 
 def _order_key(row: dict[str, Any]) -> tuple[str, str, str, int, str]:
@@ -128,9 +144,9 @@ def decode_trial_token(token: str) -> tuple[str, str, str, int, str]:
         raise ApiError("invalid_argument", refused) from error
 
 
-def trial_public(row: dict[str, Any], experiment_url: str | None = None) -> TrialPublic:
+def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPublic:
     """The view of one trial row; absent parameters and metrics (NaN) are left out;
-    its link into the MLflow UI under ``experiment_url`` when given."""
+    its link into the MLflow UI under ``experiment`` (``experiment_base``) when given."""
     params = {
         column.removeprefix("param_"): _plain(value)
         for column, value in row.items()
@@ -148,7 +164,7 @@ def trial_public(row: dict[str, Any], experiment_url: str | None = None) -> Tria
         params=params,
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
-        mlflow_run=f"{experiment_url}/runs/{row['run_id']}" if experiment_url else None,
+        mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
 
 

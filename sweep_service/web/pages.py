@@ -21,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 from sweep_service.api.auth import KEY_COOKIE, Caller
 from sweep_service.api.deps import ServicesDep, SessionDep, get_owner
 from sweep_service.api.errors import ApiError
-from sweep_service.api.trials import mlflow_links, sweep_trials
+from sweep_service.api.trials import experiment_base, mlflow_links, sweep_trials
 from sweep_service.store import (
     AuthenticationError,
     NotFoundError,
@@ -132,6 +132,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
     store's view of the sweep is still worth a page."""
     metric = str(sweep.resolved_spec.get("search", {}).get("metric", "eval_f1"))
     experiment_url, parent_url = mlflow_links(services.settings.mlflow_ui, sweep)
+    experiment = experiment_base(services.settings.mlflow_ui, sweep)
     tracking_problem = None
     try:
         rows = sweep_trials(services.tracking, sweep.id)
@@ -142,7 +143,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
         "sweep": sweep,
         "progress": Progress.from_rows(rows, sweep.trial_count),
         "metric": metric,
-        "trials": trial_lines(rows, metric, experiment_url),
+        "trials": trial_lines(rows, metric, experiment),
         "grid": grid,
         "plot_url": f"/v1/sweeps/{sweep.id}/grid?format=png&metric={metric}" if grid else None,
         "experiment_url": experiment_url,

@@ -13,7 +13,7 @@ import yaml
 from search_spaces.reports import to_html
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
-from sweep_service.api.trials import trial_counts
+from sweep_service.api.trials import run_url, trial_counts
 from sweep_service.store import Sweep
 
 RUNNING = "RUNNING"
@@ -63,10 +63,10 @@ class TrialLine:
     mlflow_url: str | None
 
 
-def trial_lines(rows: pd.DataFrame, metric: str, experiment_url: str | None) -> list[TrialLine]:
+def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list[TrialLine]:
     """The trials of ``rows`` (``sweep_service.results.trial_rows``), running ones
-    first, then by label; ``experiment_url`` (the MLflow UI's experiment page) gives
-    each trial's link."""
+    first, then by label; ``experiment`` (``experiment_base``) gives each trial's link
+    into the MLflow UI."""
     lines = [
         TrialLine(
             label=f"{row['loss']} seed={row['seed']} {row['dataset']}/{row['variant']}",
@@ -74,7 +74,7 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment_url: str | None) -> 
             epoch=_number(row.get("epoch")),
             metric=_number(row.get(metric)),
             failure_reason=_text(row.get("failure_reason")),
-            mlflow_url=f"{experiment_url}/runs/{row['run_id']}" if experiment_url else None,
+            mlflow_url=run_url(experiment, str(row["run_id"])) if experiment else None,
         )
         for row in rows.to_dict(orient="records")
     ]

@@ -20,7 +20,15 @@ from sweep_service.store import (
     record_resubmission,
     transition_sweep,
 )
-from tests.service.api_fixtures import Api, FakeTrial, MakeApi, bearer, write_parent, write_trials
+from tests.service.api_fixtures import (
+    Api,
+    FakeTrial,
+    MakeApi,
+    bearer,
+    experiment_id,
+    write_parent,
+    write_trials,
+)
 from tests.service.factories import make_draft
 
 
@@ -124,13 +132,16 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
         "eval_f1": 86.5,
     }
     links = detail["links"]
-    # The tracking store is SQLite: the links go to where `dicesweep ui` serves it.
-    assert links["mlflow_experiment"].startswith("http://127.0.0.1:5000/#/experiments/")
-    assert links["mlflow_run"] == f"{links['mlflow_experiment']}/runs/{parent}"
+    # The tracking store is SQLite: the links go to where `dicesweep ui` serves it, in
+    # the UI's model-training view.
+    experiment = f"http://127.0.0.1:5000/#/experiments/{experiment_id(tracking)}"
+    view = "?workflowType=machine_learning"
+    assert links["mlflow_experiment"] == f"{experiment}/runs{view}"
+    assert links["mlflow_run"] == f"{experiment}/runs/{parent}{view}"
     assert links["page"] == f"/sweeps/{sweep.id}"
     trials = api.client.get(f"/v1/sweeps/{sweep.id}/trials", headers=bearer(key)).json()
     assert {trial["mlflow_run"] for trial in trials["data"]} == {
-        f"{links['mlflow_experiment']}/runs/{run_id}" for run_id in run_ids
+        f"{experiment}/runs/{run_id}{view}" for run_id in run_ids
     }
 
 
@@ -144,7 +155,9 @@ def test_mlflow_links_go_to_the_configured_ui(
         session, sweep.id, TrialProgress(mlflow_experiment_id="3", mlflow_parent_run_id="p1")
     )
     links = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()["links"]
-    assert links["mlflow_run"] == "https://mlflow.example.org/#/experiments/3/runs/p1"
+    assert links["mlflow_run"] == (
+        "https://mlflow.example.org/#/experiments/3/runs/p1?workflowType=machine_learning"
+    )
     served = ServiceSettings(mlflow_tracking_uri="http://mlflow:5000/")
     assert served.mlflow_ui == "http://mlflow:5000"
     with pytest.raises(ValidationError, match="DICESWEEP_MLFLOW_UI_URL is where a browser"):
@@ -170,8 +183,8 @@ def test_the_detail_answers_from_the_store_not_from_mlflow(
     assert detail["trials"] == {"pending": 2, "running": 1, "done": 1, "failed": 0}
     assert detail["best_trial"] == best
     assert detail["trials_as_of"] is not None
-    assert detail["links"]["mlflow_experiment"].endswith("/#/experiments/7")
-    assert detail["links"]["mlflow_run"].endswith("/#/experiments/7/runs/abc123")
+    assert "/#/experiments/7/runs?" in detail["links"]["mlflow_experiment"]
+    assert "/#/experiments/7/runs/abc123?" in detail["links"]["mlflow_run"]
 
 
 def test_the_parent_run_is_searched_only_while_unknown(

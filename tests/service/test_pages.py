@@ -122,8 +122,8 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     assert f"/v1/sweeps/{sweep_id}/grid?format=png" in html
     # Links into the MLflow UI: http(s), the trial's own run.
     links = re.findall(r'href="([^"]+/runs/[^"]+)"', html)
-    assert links and all(link.startswith("http") for link in links)
-    assert any(link.endswith(f"/runs/{run_ids[2]}") for link in links)
+    assert links and all(link.startswith("http://127.0.0.1:5000/#/experiments/") for link in links)
+    assert any(f"/runs/{run_ids[2]}?workflowType=machine_learning" in link for link in links)
     # Still running: the live part is not final, so the page keeps refreshing.
     assert 'data-live="/sweeps/' in html
     assert "data-final" not in api.client.get(f"/sweeps/{sweep_id}/live").text

@@ -29,6 +29,7 @@ from sweep_service.api.schemas import (
 )
 from sweep_service.api.trials import (
     best_trial,
+    experiment_base,
     from_mlflow,
     mlflow_links,
     sweep_trials,
@@ -143,8 +144,8 @@ def read_trials(
     """The sweep's trials as MLflow holds them, one page at a time, each with its link
     into the MLflow UI."""
     rows = sweep_trials(tracking, sweep.id)
-    experiment_url, _ = mlflow_links(settings.mlflow_ui, sweep)
-    data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token, experiment_url)
+    experiment = experiment_base(settings.mlflow_ui, sweep)
+    data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token, experiment)
     return TrialsPublic(data=data, count=len(rows), next_page_token=next_token)
 
 
