@@ -25,6 +25,7 @@ from search_spaces.spec import (
     trial_count,
     validate_spec,
 )
+from search_spaces.spec_file import SpecLoader
 
 PRESETS_DIR = "presets"
 
@@ -55,7 +56,7 @@ def _read_presets() -> dict[str, dict[str, Any]]:
         if not entry.name.endswith(".yaml"):
             continue
         stem = entry.name.removesuffix(".yaml")
-        data = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        data = yaml.load(entry.read_text(encoding="utf-8"), Loader=SpecLoader)
         if not isinstance(data, dict) or data.get("name") != stem:
             raise ValueError(f"preset file {entry.name} must be a mapping with name: {stem}")
         found[stem] = data

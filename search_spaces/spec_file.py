@@ -1,13 +1,27 @@
-"""Reading a sweep spec from a YAML or JSON file (JSON is YAML), with errors that name
-the file, line and column in one line."""
+"""Reading a sweep spec from a YAML or JSON file, with errors that name the file, line
+and column in one line."""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+
+class SpecLoader(yaml.SafeLoader):
+    """YAML with YAML 1.2's numbers: ``5e-5`` is a float, as in JSON, not the string
+    PyYAML's YAML 1.1 rules make of an exponent without a dot."""
+
+
+SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 
 class SpecFileError(ValueError):
@@ -26,14 +40,26 @@ def read_spec_file(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
         raise SpecFileError(f"{source}: cannot read the spec: {reason}") from None
+    if source.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SpecFileError(
+                f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg}"
+            ) from None
+        return _mapping(data, source)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SpecLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         raise SpecFileError(f"{where}: invalid YAML: {error.problem or error.context}") from None
     except yaml.YAMLError as error:
         raise SpecFileError(f"{source}: invalid YAML: {error}") from None
+    return _mapping(data, source)
+
+
+def _mapping(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecFileError(f"{source}: a sweep spec must be a mapping, got {type(data).__name__}")
     return data
