@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from search_spaces.settings import DicesweepSettings
@@ -20,6 +21,7 @@ FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
+    started_at = time.time()  # the display's clock: from here, not after the imports
     from search_spaces.settings import isolate_local_ray
 
     isolate_local_ray(DicesweepSettings())  # before the driver's modules import Ray
@@ -31,7 +33,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.num_cpus:
         argv += ["--num-cpus", str(args.num_cpus)]
     try:
-        run_sweep(argv)
+        run_sweep(argv, started_at)
     except SystemExit as done:  # the driver ends with its exit code
         return done.code if isinstance(done.code, int) else 1
     return 0

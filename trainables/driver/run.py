@@ -36,7 +36,7 @@ from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
 from search_spaces.spec_file import SpecFileError, read_spec_file
 from trainables.driver.cluster import count_unfinished, start_ray, unschedulable_reason
-from trainables.driver.progress import SweepProgress
+from trainables.driver.progress import SweepProgress, ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress display
@@ -130,8 +130,9 @@ def build_tuner(
     spec: SweepSpec, sweep_id: str, logger: Any, storage: Path, started_at: float
 ) -> Any:
     """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists.
-    Either way ``logger`` logs its trials to MLflow; the progress display counts time
-    from ``started_at`` (seconds since the epoch), the sweep's first start."""
+    Either way ``logger`` logs its trials to MLflow; the progress display of a new
+    sweep counts time from ``started_at`` (seconds since the epoch); a restored one
+    keeps the start it was given first."""
     from ray import tune
 
     from search_spaces.tune_search import to_param_space, trial_resources, tune_config_kwargs
@@ -189,11 +190,19 @@ def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None
 
 
 def run(
-    spec: SweepSpec, sweep_id: str | None, settings: DicesweepSettings, num_cpus: int | None
+    spec: SweepSpec,
+    sweep_id: str | None,
+    settings: DicesweepSettings,
+    num_cpus: int | None,
+    started_at: float | None = None,
 ) -> int:
-    """Run (or resume) the sweep of a validated ``spec``; returns the process exit code."""
+    """Run (or resume) the sweep of a validated ``spec``; returns the process exit code.
+    ``started_at`` (seconds since the epoch; now when None) is when this run began, the
+    progress display's clock's start unless the sweep is resumed."""
+    started_at = time.time() if started_at is None else started_at
     sweep_id = sweep_id or new_sweep_id(spec)
-    print(f"sweep {sweep_id}: {trial_count(spec)} trials", file=sys.stderr)
+    log_file = settings.home / "logs" / f"{sweep_id}.log"
+    print(f"sweep {sweep_id}: {trial_count(spec)} trials; Ray's log: {log_file}", file=sys.stderr)
     # While Ray starts (seconds, mostly waiting on its processes), one thread sets up
     # MLflow (import, store, parent run) and then imports the trainable's libraries
     # (torch, transformers): both are imports that hold the GIL, so a thread each
@@ -214,11 +223,10 @@ def run(
     from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
-    # The parent run's start is the sweep's first: a resumed sweep's clock goes on.
-    started_at = client.get_run(parent).info.start_time / 1000
     tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
-    results = tuner.fit()
+    with ray_log_file(log_file):
+        results = tuner.fit()
     logger.flush()  # the trial runs are complete before they are read or stopped
     unfinished = count_unfinished(results.experiment_path, trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
@@ -289,7 +297,8 @@ def with_absolute_folders(spec: SweepSpec) -> SweepSpec:
     return spec.model_copy(update={"task": task})
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, started_at: float | None = None) -> None:
+    """The driver's command line; ``started_at`` as ``run`` takes it."""
     parser = argparse.ArgumentParser(prog="python -m trainables.driver", description=__doc__)
     parser.add_argument("spec", nargs="?", help="YAML/JSON spec file, or - for stdin")
     parser.add_argument("--preset", help="run a preset: the same as {extends: NAME}")
@@ -307,4 +316,4 @@ def main(argv: list[str] | None = None) -> None:
     except (SpecError, SpecFileError) as error:
         print(error, file=sys.stderr)
         sys.exit(2)
-    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus))
+    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus, started_at))
