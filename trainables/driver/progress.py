@@ -188,7 +188,7 @@ def view(snapshot: Snapshot) -> Any:
     parts: list[Any] = [head, Text(snapshot.counts() + waiting, "dim")]
     best = snapshot.best_text()
     if best:
-        parts.append(Text.assemble(("best ", "green"), best))
+        parts.append(Text(f"best {best}", "green"))
     if snapshot.running:
         rows = Table.grid(padding=(0, 2))
         for trial in snapshot.running:
@@ -226,6 +226,7 @@ class SweepProgress(Callback):  # type: ignore[misc]
         self._live: Any = None
         self._moved: dict[logging.StreamHandler, Any] = {}  # handler -> its own stream
         self._said: tuple[Any, float] | None = None  # what the last plain line said, when
+        self._drawn: tuple[TrialState, ...] = ()  # the trials as the live view last drew them
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune keeps its callbacks with the experiment: a resumed driver gets this one
@@ -285,10 +286,14 @@ class SweepProgress(Callback):  # type: ignore[misc]
         return self._stream
 
     def _show(self) -> None:
-        if self._live is not None:
-            return  # redrawn on its own timer
-        if self.stream.isatty() and os.environ.get("TERM") != "dumb":
+        if self._live is None and self.stream.isatty() and os.environ.get("TERM") != "dumb":
             self._start_live()
+        if self._live is not None:
+            # Redrawn on its timer, and at once when a trial changed (a trial that runs
+            # for less than the timer's period is still seen running).
+            if self._trials != self._drawn:
+                self._drawn = self._trials
+                self._live.refresh()
             return
         now = self._clock()
         snapshot = self.snapshot(now)
