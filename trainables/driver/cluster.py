@@ -16,8 +16,9 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
 
     env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
     env.setdefault("DICESWEEP_HOME", str(settings.home))
-    # Trials' own output (progress bars, checkpoint notices) stays in their logs;
-    # the driver shows the sweep's progress line and the failures.
+    # Trials' own output (progress bars, checkpoint notices) stays in their workers'
+    # logs (a local head's: <home>/ray/session_latest/logs/worker-*); the driver shows
+    # the sweep's progress display and the failures.
     options: dict[str, Any] = {"runtime_env": {"env_vars": env}, "log_to_driver": False}
     if settings.ray_address:
         ray.init(address=settings.ray_address, **options)
