@@ -24,6 +24,17 @@ PLAIN_LINE = re.compile(
     r"^\[\d+:\d\d:\d\d\] \d/2 trials \(\d+%\): \d running, \d done, \d failed \| ETA \S+", re.M
 )
 TABLE_ROW = "| dsc(alpha=0.1) |"
+ROUTINE = "Wrote the latest version of all result files"  # Tune's, at INFO: in the log file
+
+
+def clock_seconds(text: str) -> int:
+    hours, minutes, seconds = map(int, text.split(":"))
+    return 3600 * hours + 60 * minutes + seconds
+
+
+def routine_logged(home: Path) -> bool:
+    """Whether Tune's routine record went to the sweep's log file under the home."""
+    return any(ROUTINE in log.read_text() for log in (home / "logs").glob("*.log"))
 
 
 def run_in_terminal(env: dict[str, str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
@@ -68,26 +79,39 @@ def test_on_a_terminal_the_progress_is_drawn_live_then_the_table(
     assert "seed=0 mrpc/original" in drawn  # a running trial's line
     assert TABLE_ROW in drawn  # the table at the end
     assert "2 done, 0 failed" in drawn
+    assert ROUTINE not in drawn and routine_logged(short_home)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # what it says, without the codes
+    assert re.search(r"  dsc\(alpha=0\.1\) seed=0 mrpc/original +(starting|epoch)", text)
+    clocks = set(re.findall(r"0/2 trials \(0%\) +elapsed (\S+)", text))
+    assert len(clocks) >= 2  # redrawn as the clock moves while the counts stand still
     (Path(os.environ.get("DICESWEEP_CAPTURE", tmp_path)) / "run-terminal.txt").write_text(drawn)
 
 
 def test_piped_the_progress_is_plain_lines(
     short_home: Path, datasets_dir: Path, tmp_path: Path
 ) -> None:
-    result = subprocess.run(
+    """Plain lines, each stamped with the time since the command started: checked
+    against when each line arrived."""
+    started = time.monotonic()
+    process = subprocess.Popen(
         [*CLI, "run", "--preset", "smoke"],
         env=environment(short_home, datasets_dir),
         cwd=tmp_path,
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
-        check=False,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert ESCAPE not in result.stdout + result.stderr
-    lines = PLAIN_LINE.findall(result.stderr)
-    assert len(lines) >= 2, result.stderr
-    assert (
-        lines[-1].startswith(lines[-1][:11]) and "2/2 trials (100%): 0 running, 2 done" in lines[-1]
-    )
-    assert TABLE_ROW in result.stdout
+    assert process.stderr is not None and process.stdout is not None
+    said = [(line, time.monotonic() - started) for line in process.stderr]
+    table = process.stdout.read()  # a few lines: they wait in the pipe meanwhile
+    stderr = "".join(line for line, _ in said)
+    assert process.wait(timeout=60) == 0, stderr[-3000:]
+    assert ESCAPE not in table + stderr
+    assert ROUTINE not in stderr and routine_logged(short_home)
+    progress = [(line, arrived) for line, arrived in said if PLAIN_LINE.match(line)]
+    assert len(progress) >= 2, stderr
+    assert "2/2 trials (100%): 0 running, 2 done, 0 failed | ETA 0:00:00" in progress[-1][0]
+    for line, arrived in progress:  # the clock started with the command, not later
+        assert arrived - 8 <= clock_seconds(line[1:].split("]")[0]) <= arrived + 1, (line, arrived)
+    assert TABLE_ROW in table
