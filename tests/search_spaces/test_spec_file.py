@@ -14,7 +14,9 @@ from search_spaces.spec_file import SpecFileError, read_spec_file
 def test_an_exponent_without_a_dot_is_a_number_in_yaml(tmp_path: Path) -> None:
     # PyYAML's YAML 1.1 reads `5e-5` as a string; every learning rate written so failed.
     path = tmp_path / "spec.yaml"
-    path.write_text("extends: smoke\ntraining: {learning_rate: 5e-5, warmup_ratio: 1e-1}\nname: 1e-3x\n")
+    path.write_text(
+        "extends: smoke\ntraining: {learning_rate: 5e-5, warmup_ratio: 1e-1}\nname: 1e-3x\n"
+    )
     spec = read_spec_file(str(path))
     assert spec["training"] == {"learning_rate": 5e-5, "warmup_ratio": 0.1}
     assert spec["name"] == "1e-3x"
