@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import io
 import os
 import re
 import struct
@@ -20,6 +21,10 @@ from tests.trainables.test_sweep import CLI, environment
 
 pytestmark = pytest.mark.data
 ESCAPE = "\x1b["
+# What rich's live view writes before each redraw: back to the line start, erase the
+# lines of the last frame going up.
+REDRAW = re.compile(r"\r\x1b\[2K(?:\x1b\[1A\x1b\[2K)*")
+SHOW_CURSOR = "\x1b[?25h"  # written when the live view stops
 PLAIN_LINE = re.compile(
     r"^\[\d+:\d\d:\d\d\] \d/2 trials \(\d+%\): \d running, \d done, \d failed \| ETA \S+", re.M
 )
@@ -66,6 +71,12 @@ def run_in_terminal(env: dict[str, str], cwd: Path, timeout: float = 600) -> tup
     return process.wait(timeout=60), drawn.decode(errors="replace")
 
 
+def frames(drawn: str) -> list[str]:
+    """The live view's frames, in the order drawn (what a person saw, one at a time)."""
+    live = drawn.split(SHOW_CURSOR)[0]
+    return [frame for frame in REDRAW.split(live)[1:] if frame.strip()]
+
+
 def test_on_a_terminal_the_progress_is_drawn_live_then_the_table(
     short_home: Path, datasets_dir: Path, tmp_path: Path
 ) -> None:
@@ -84,7 +95,24 @@ def test_on_a_terminal_the_progress_is_drawn_live_then_the_table(
     assert re.search(r"  dsc\(alpha=0\.1\) seed=0 mrpc/original +(starting|epoch)", text)
     clocks = set(re.findall(r"0/2 trials \(0%\) +elapsed (\S+)", text))
     assert len(clocks) >= 2  # redrawn as the clock moves while the counts stand still
-    (Path(os.environ.get("DICESWEEP_CAPTURE", tmp_path)) / "run-terminal.txt").write_text(drawn)
+    shown = frames(drawn)
+    assert len(shown) >= 3  # redrawn on a timer, not once per change
+    assert any("running" in frame and "seed=0 mrpc/original" in frame for frame in shown)
+    kept = os.environ.get("DICESWEEP_SCREENSHOTS")
+    if kept:  # the README's picture: the busiest frame, then what followed it
+        busiest = max(shown, key=lambda frame: frame.count("seed="))
+        after = drawn.split(SHOW_CURSOR)[1]
+        save_terminal(busiest.rstrip() + "\n" + after, Path(kept) / "cli-run.svg")
+
+
+def save_terminal(text: str, path: Path) -> None:
+    """``text`` (with its colours) drawn as a terminal of 120 columns, as SVG."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(record=True, width=120, file=io.StringIO())
+    console.print(Text.from_ansi(text.replace("\r", "")))
+    console.save_svg(str(path), title="dicesweep run --preset smoke")
 
 
 def test_piped_the_progress_is_plain_lines(
