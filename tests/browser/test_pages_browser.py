@@ -283,6 +283,7 @@ def test_the_mlflow_links_open_the_right_runs(
     assert mlflow.url == parent_run
     # The MLflow UI (a real server, its own app) shows the parent run by its name.
     expect(mlflow.get_by_text(re.compile("pages-demo")).first).to_be_visible(timeout=60_000)
+    close_assistant(mlflow)
     mlflow.screenshot(path=screenshots / "mlflow-parent.png")
     trial = page.locator("table.trials tbody tr", has_text="ce seed=0").first
     with opened.expect_page() as trial_tab:
@@ -296,9 +297,7 @@ def test_the_mlflow_links_open_the_right_runs(
     runs.goto(str(links["mlflow_experiment"]))
     parent = runs.locator(".ag-row", has_text="pages-demo")
     expect(parent).to_be_visible(timeout=60_000)
-    assistant = runs.get_by_role("button", name="Close")
-    if assistant.count():  # MLflow's assistant panel, open by default, hides the charts
-        assistant.first.click()
+    close_assistant(runs)
     parent.locator("button").first.click()
     trial_rows = runs.locator(".ag-row", has_text="seed=")
     expect(trial_rows).to_have_count(int(str(service.sweep(sweep_id)["trial_count"])))
@@ -307,6 +306,13 @@ def test_the_mlflow_links_open_the_right_runs(
     runs.wait_for_timeout(2000)  # the charts animate in
     runs.screenshot(path=screenshots / "mlflow-compare.png")
     assert refused == []
+
+
+def close_assistant(page: Page) -> None:
+    """Close MLflow's assistant panel, open by default beside what it would hide."""
+    assistant = page.get_by_role("button", name="Close")
+    if assistant.count():
+        assistant.first.click()
 
 
 @pytest.mark.parametrize(("path", "shown"), [("/docs", ".opblock"), ("/redoc", "h1")])
