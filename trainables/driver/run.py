@@ -29,7 +29,7 @@ from typing import Any
 from search_spaces.checks import dataset_issues, model_folder, model_issues
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
@@ -50,8 +50,11 @@ def new_sweep_id(spec: SweepSpec) -> str:
     return f"{spec.name or 'sweep'}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
-# MLflow 3's UI opens an experiment of this kind in its model-training view (runs,
-# params, metrics, charts) rather than the GenAI one (traces, evaluations).
+# MLflow 3's experiment kind, its model-training view (runs, params, metrics, charts)
+# rather than the GenAI one (traces, evaluations): the UI reads the tag where the kind
+# is chosen per experiment and asks for it where it is missing; where the sidebar's
+# switch chooses the view instead (MLflow 3.17 does), the service's links add
+# ``workflowType`` (sweep_service.api.trials).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
@@ -72,14 +75,17 @@ def experiment_id(client: Any, settings: DicesweepSettings) -> str:
 
 
 def parent_run_name(spec: SweepSpec, sweep_id: str) -> str:
-    """``"table8-mrpc · 7160b929"``: the spec's name (else its preset) and a short id,
-    so runs of one spec stay apart in the MLflow UI."""
+    """``"table8-mrpc · 3536bd89"``: the spec's name (a preset's when it sets none) and a
+    short id, so runs of one spec stay apart in the MLflow UI: the first 8 hex digits of
+    the service's ``sw-3536bd89...``, the random tail of ``new_sweep_id``'s
+    ``table8-mrpc-20261125-101500-a1b2c3``."""
     short = sweep_id.removeprefix("sw-").rsplit("-", 1)[-1][:8]
-    return f"{spec.name or spec.extends or 'sweep'} · {short}"
+    return f"{spec.name} · {short}"
 
 
 def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> str:
-    """The sweep's parent run: found by its tags on a resume, else created with the spec."""
+    """The sweep's parent run: found by its tags on a resume, else created with the spec,
+    named by ``parent_run_name`` and described by the spec's description."""
     from mlflow.entities import Param, RunStatus
     from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE
 
@@ -91,7 +97,12 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
         client.update_run(existing, status=RunStatus.to_string(RunStatus.RUNNING))
         return existing
     described = {MLFLOW_RUN_NOTE: spec.description} if spec.description else {}
-    named = {**tags, **described, MLFLOW_RUN_NAME: parent_run_name(spec, sweep_id)}
+    named = {
+        **tags,
+        **described,
+        MLFLOW_RUN_NAME: parent_run_name(spec, sweep_id),
+        DATASET_COUNT_TAG: str(len(spec.task.dataset)),
+    }
     run = client.create_run(experiment, tags=named)
     params = {
         "preset": spec.extends or "",

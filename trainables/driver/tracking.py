@@ -25,6 +25,7 @@ from ray.tune.result import AUTO_RESULT_KEYS
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.lineage import (
     ATTEMPT_TAG,
+    DATASET_COUNT_TAG,
     FAILURE_TAG,
     LOSS_LABEL_TAG,
     ROLE_TAG,
@@ -53,15 +54,23 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
     }
 
 
-def trial_run_name(trial: TrialConfig) -> str:
-    """``"tversky(alpha=0.3,beta=0.7) seed=2 original · conll2003"``: what the MLflow
-    UI lists a trial by."""
+def trial_run_name(trial: TrialConfig, with_dataset: bool = False) -> str:
+    """``"tversky(alpha=0.3,beta=0.7) seed=2 original"``, what the MLflow UI lists a trial
+    by: its loss as the table labels it, seed and variant, and ``" · conll2003"`` after
+    them ``with_dataset`` (a sweep over several data sets)."""
     loss = trial.loss.model_dump(exclude_none=True, exclude_unset=True)
-    return f"{loss_label(loss)} seed={trial.seed} {trial.variant} · {dataset_label(trial.dataset)}"
+    name = f"{loss_label(loss)} seed={trial.seed} {trial.variant}"
+    return f"{name} · {dataset_label(trial.dataset)}" if with_dataset else name
 
 
 def trial_params(trial: TrialConfig) -> dict[str, str]:
-    """Flat params: ``loss`` and ``loss.<param>``, the data, the seed and the training set-up."""
+    """Flat params: ``loss`` and ``loss.<param>``, the data, the seed and the training set-up.
+
+    Every parameter of the trial's loss is a param, defaults included, so the runs
+    table and charts line up ``loss.alpha`` of a tversky trial that left it at 0.5
+    with one that set it; a loss without the parameter (``ce``) logs none rather than
+    a made-up value, and MLflow shows the cell empty.
+    """
     loss = trial.loss.model_dump(exclude_none=True)
     params = {"loss": str(loss.pop("name"))}
     params.update({f"loss.{key}": str(value) for key, value in loss.items()})
@@ -101,6 +110,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._client = client
         self._runs: dict[str, str] = {}  # Ray trial id -> MLflow run id
         self._last_step: dict[str, int] = {}
+        self._several_datasets: bool | None = None  # read from the parent on first use
         self._writes: queue.Queue[Callable[[], object]] | None = None
         self._writes_guard = threading.Lock()
 
@@ -115,7 +125,13 @@ class TrialLogger(Callback):  # type: ignore[misc]
     def __getstate__(self) -> dict[str, Any]:
         # Tune keeps its callbacks with the experiment; a resumed driver gets this one
         # back and reopens the runs (and the client) itself.
-        return {"link": self.link, "_client": None, "_runs": {}, "_last_step": {}}
+        return {
+            "link": self.link,
+            "_client": None,
+            "_runs": {},
+            "_last_step": {},
+            "_several_datasets": None,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock())
@@ -147,6 +163,14 @@ class TrialLogger(Callback):  # type: ignore[misc]
             finally:
                 writes.task_done()
 
+    def several_datasets(self) -> bool:
+        """Whether the sweep covers more than one data set, as its parent run says (a
+        parent without the tag, from an older driver, counts as several)."""
+        if self._several_datasets is None:
+            tags = self.client.get_run(self.link.parent_run_id).data.tags
+            self._several_datasets = tags.get(DATASET_COUNT_TAG) != "1"
+        return self._several_datasets
+
     def run_id(self, trial_id: str, config: Mapping[str, Any]) -> str:
         """The trial's run, opened on first use in this driver."""
         known = self._runs.get(trial_id)
@@ -163,7 +187,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         if existing is None:
             tags = trial_tags(trial, trial_id)
             tags[MLFLOW_PARENT_RUN_ID] = self.link.parent_run_id
-            tags[MLFLOW_RUN_NAME] = trial_run_name(trial)
+            tags[MLFLOW_RUN_NAME] = trial_run_name(trial, self.several_datasets())
             tags[ATTEMPT_TAG] = "1"
             run_id = str(self.client.create_run(self.link.experiment_id, tags=tags).info.run_id)
             params = [Param(k, v) for k, v in trial_params(trial).items()]

@@ -1,0 +1,148 @@
+"""What the MLflow UI shows of a sweep, against a real MLflow store (SQLite): the
+experiment marked model training, the parent run's name and description, each
+trial's name and params lined up across losses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT
+from search_spaces.presets import resolve_spec
+from search_spaces.sections import TrackingLink
+from search_spaces.settings import DicesweepSettings
+from search_spaces.spec import SweepSpec
+from trainables.driver.run import open_tracking, parent_run_name
+from trainables.driver.tracking import TrialLogger
+
+KIND = "mlflow.experimentKind"
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> DicesweepSettings:
+    """One MLflow store for the module (its schema takes seconds to create)."""
+    return DicesweepSettings(home=tmp_path_factory.mktemp("home"))
+
+
+def spec_of(datasets: list[str], **fields: Any) -> SweepSpec:
+    return resolve_spec({"extends": "smoke", "task": {"kind": "pi", "dataset": datasets}, **fields})
+
+
+def trial_config(
+    spec: SweepSpec, sweep_id: str, loss: dict[str, Any], seed: int = 2
+) -> dict[str, Any]:
+    """A trial's config as Tune hands it over (``search_spaces.tune_search``)."""
+    return {
+        "sweep_id": sweep_id,
+        "dataset": "mrpc",
+        "kind": spec.task.kind,
+        "variant": "original",
+        "model": spec.model,
+        "loss": loss,
+        "seed": seed,
+        "training": spec.training.model_dump(),
+    }
+
+
+def test_the_parent_is_named_after_the_spec_with_a_short_id() -> None:
+    spec = spec_of(["mrpc"], name="table8-mrpc")
+    assert parent_run_name(spec, "sw-3536bd89c0ffee42") == "table8-mrpc · 3536bd89"
+    driver_id = "table8-mrpc-20261125-101500-a1b2c3"  # trainables.driver.run.new_sweep_id
+    assert parent_run_name(spec, driver_id) == "table8-mrpc · a1b2c3"
+    assert parent_run_name(spec_of(["mrpc"]), "sw-00ff") == "smoke · 00ff"  # the preset's
+
+
+def test_the_experiment_opens_as_model_training_and_the_parent_is_described(
+    settings: DicesweepSettings,
+) -> None:
+    spec = spec_of(["mrpc"], name="kind-test", description="ce against dsc on MRPC")
+    client, link = open_tracking(settings, "sw-1234abcd5678", spec)
+    experiment = client.get_experiment(link.experiment_id)
+    assert experiment.name == EXPERIMENT
+    assert experiment.tags[KIND] == "custom_model_development"
+    parent = client.get_run(link.parent_run_id)
+    assert parent.info.run_name == "kind-test · 1234abcd"
+    assert parent.data.tags["mlflow.note.content"] == "ce against dsc on MRPC"  # its description
+    assert parent.data.tags[DATASET_COUNT_TAG] == "1"
+    # The experiment made before the tag existed (or by hand) gets it too; a resumed
+    # sweep finds its parent again.
+    client.delete_experiment_tag(link.experiment_id, KIND)
+    _, again = open_tracking(settings, "sw-1234abcd5678", spec)
+    assert again == link
+    assert client.get_experiment(link.experiment_id).tags[KIND] == "custom_model_development"
+
+
+def test_trials_are_named_by_loss_seed_and_variant_with_every_loss_parameter_a_param(
+    settings: DicesweepSettings,
+) -> None:
+    sweep_id = "sw-0000aaaa1111"
+    spec = spec_of(["mrpc"], name="names-test")
+    client, link = open_tracking(settings, sweep_id, spec)
+    logger = TrialLogger(link, client)
+    losses = {
+        "ce": {"name": "ce"},
+        "tversky": {"name": "tversky", "alpha": 0.3, "beta": 0.7},
+        "dsc": {"name": "dsc", "alpha": 0.1},
+    }
+    runs = {
+        name: client.get_run(logger.run_id(name, trial_config(spec, sweep_id, loss)))
+        for name, loss in losses.items()
+    }
+    # One data set: the name carries what tells the sweep's trials apart, the loss as the
+    # table labels it (only what the spec set).
+    assert runs["tversky"].info.run_name == "tversky(alpha=0.3,beta=0.7) seed=2 original"
+    assert runs["dsc"].info.run_name == "dsc(alpha=0.1) seed=2 original"
+    assert runs["ce"].info.run_name == "ce seed=2 original"
+    params = {name: run.data.params for name, run in runs.items()}
+    # Defaults are params too, so a column compares a trial that set it with one that
+    # did not; a loss without the parameter logs none.
+    assert {k: v for k, v in params["tversky"].items() if k.startswith("loss")} == {
+        "loss": "tversky",
+        "loss.alpha": "0.3",
+        "loss.beta": "0.7",
+        "loss.smooth": "1.0",
+        "loss.scope": "example",
+        "loss.classes": "mean",
+    }
+    assert params["dsc"]["loss.square"] == "False" and params["dsc"]["loss.smooth"] == "1.0"
+    assert [k for k in params["ce"] if k.startswith("loss")] == ["loss"]
+    shared = {k for k in params["ce"] if not k.startswith("loss")}
+    assert all(shared <= set(trial) for trial in params.values())
+    assert {"dataset", "variant", "model", "seed", "training.epochs"} <= shared
+    # The runs table filters and sorts on those columns.
+    found = client.search_runs(
+        [link.experiment_id],
+        f"params.`loss.smooth` = '1.0' and tags.`dicesweep.sweep_id` = '{sweep_id}'",
+    )
+    assert {run.info.run_id for run in found} == {
+        runs["tversky"].info.run_id,
+        runs["dsc"].info.run_id,
+    }
+
+
+def test_a_sweep_over_several_data_sets_names_each_trials_data_set(
+    settings: DicesweepSettings,
+) -> None:
+    sweep_id = "sw-2222bbbb3333"
+    spec = spec_of(["mrpc", "qqp"], name="datasets-test")
+    client, link = open_tracking(settings, sweep_id, spec)
+    assert client.get_run(link.parent_run_id).data.tags[DATASET_COUNT_TAG] == "2"
+    run_id = TrialLogger(link, client).run_id("t1", trial_config(spec, sweep_id, {"name": "ce"}))
+    assert client.get_run(run_id).info.run_name == "ce seed=2 original · mrpc"
+
+
+def test_a_parent_from_before_the_data_set_count_names_the_data_set(
+    settings: DicesweepSettings,
+) -> None:
+    sweep_id = "sw-4444cccc5555"
+    spec = spec_of(["mrpc"], name="older-test")
+    client = MlflowClient(settings.mlflow_tracking_uri)
+    _, link = open_tracking(settings, "sw-6666dddd7777", spec)
+    parent = client.create_run(link.experiment_id).info.run_id  # no count tag
+    older = TrackingLink(
+        tracking_uri=link.tracking_uri, experiment_id=link.experiment_id, parent_run_id=parent
+    )
+    run_id = TrialLogger(older, client).run_id("t1", trial_config(spec, sweep_id, {"name": "ce"}))
+    assert client.get_run(run_id).info.run_name == "ce seed=2 original · mrpc"
