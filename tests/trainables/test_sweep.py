@@ -131,10 +131,10 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
     dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")
     assert dsc.data.params["loss.alpha"] == "0.1"
     # Named for the MLflow UI: the spec's name and a short id; each trial by its loss,
-    # seed, variant and data set; the spec's description on the parent.
+    # seed and variant (one data set: not named); the spec's description on the parent.
     assert parent.info.run_name == "smoke · test"
     assert parent.data.tags["mlflow.note.content"].startswith("Smoke test: tiny-bert")
-    assert dsc.info.run_name == "dsc(alpha=0.1) seed=0 original · mrpc"
+    assert dsc.info.run_name == "dsc(alpha=0.1) seed=0 original"
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     # The table's numbers on the parent, equal to its trials' (one seed: the value).
