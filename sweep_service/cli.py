@@ -93,28 +93,38 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """The MLflow UI over the same tracking store the sweeps write to; says where."""
+    """The MLflow UI over the same tracking store the sweeps write to, its address printed
+    first; a tracking URI that is an MLflow server has its own UI, which is named instead."""
     settings = DicesweepSettings()
+    store = str(settings.mlflow_tracking_uri)
+    if store.startswith(("http://", "https://")):
+        print(
+            f"the sweeps' store is the MLflow server {store}; its UI: {settings.mlflow_ui}",
+            file=sys.stderr,
+        )
+        return 0
     url = f"http://{args.host}:{args.port}"
-    print(
-        f"MLflow UI at {url} (store {settings.mlflow_tracking_uri}); the service's links go "
-        f"to {settings.mlflow_ui} (DICESWEEP_MLFLOW_UI_URL)",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(f"MLflow UI at {url} (the sweeps' store {store})", file=sys.stderr, flush=True)
+    if settings.mlflow_ui != url:
+        print(
+            f"the service's links go to {settings.mlflow_ui}: set DICESWEEP_MLFLOW_UI_URL={url} "
+            "for them to come here",
+            file=sys.stderr,
+            flush=True,
+        )
     command = [
         sys.executable,
         "-m",
         "mlflow",
         "ui",
         "--backend-store-uri",
-        str(settings.mlflow_tracking_uri),
+        store,
         "--host",
         args.host,
         "--port",
         str(args.port),
     ]
-    if str(settings.mlflow_tracking_uri).startswith("sqlite:"):
+    if store.startswith("sqlite:"):
         command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
     return subprocess.call(command)
 
@@ -235,9 +245,19 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("prefix")
     keys.set_defaults(handler=cmd_keys)
-    ui = sub.add_parser("ui", help="the MLflow UI over the sweeps' tracking store")
-    ui.add_argument("--host", default="127.0.0.1")
-    ui.add_argument("--port", type=int, default=5000)
+    ui = sub.add_parser(
+        "ui",
+        help="the MLflow UI over the sweeps' tracking store",
+        description=(
+            "Serve the MLflow UI over the store the sweeps write to "
+            "(DICESWEEP_MLFLOW_TRACKING_URI) and print its address. The service's links "
+            "into the UI go to DICESWEEP_MLFLOW_UI_URL, by default http://127.0.0.1:5000, "
+            "where this command serves: set DICESWEEP_MLFLOW_UI_URL when the UI runs "
+            "elsewhere (another host or port, behind a proxy)."
+        ),
+    )
+    ui.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    ui.add_argument("--port", type=int, default=5000, help="port to listen on")
     ui.set_defaults(handler=cmd_ui)
     return parser
 

@@ -66,7 +66,9 @@ def best_trial(sweep: Sweep) -> BestTrial | None:
     return None if sweep.best_trial is None else BestTrial.model_validate(sweep.best_trial)
 
 
-# MLflow 3's UI opens in its GenAI view unless a link asks for the model-training one.
+# MLflow 3's UI shows an experiment in the view its sidebar's switch holds (kept by the
+# browser, GenAI at first; not the experiment's ``mlflow.experimentKind``) unless the
+# address names one: the links name the model-training view (runs, params, charts).
 ML_VIEW = "?workflowType=machine_learning"
 
 

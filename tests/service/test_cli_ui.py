@@ -1,0 +1,77 @@
+"""``dicesweep ui``: the MLflow UI over the sweeps' store, its address printed before it
+starts, and what to set when the service's links should go elsewhere."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.service.test_cli_keys import dicesweep
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for_page(url: str, timeout_s: float) -> str:
+    """The page at ``url`` once it answers 200 (the server is starting meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return str(response.read().decode())
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+    env["DICESWEEP_HOME"] = str(tmp_path)
+    command = [sys.executable, "-m", "sweep_service.cli", "ui", "--port", str(port)]
+    # In a group of its own, so that the server's workers stop with it.
+    with subprocess.Popen(
+        command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as ui:
+        try:
+            assert ui.stderr is not None
+            said = [ui.stderr.readline(), ui.stderr.readline()]
+            store = f"sqlite:///{tmp_path}/mlflow.db"
+            assert said[0] == f"MLflow UI at {url} (the sweeps' store {store})\n"
+            # Not where the links go by default (port 5000): the setting that sends them here.
+            assert f"set DICESWEEP_MLFLOW_UI_URL={url} " in said[1]
+            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=120)
+        finally:
+            os.killpg(ui.pid, signal.SIGTERM)
+
+
+def test_ui_of_an_mlflow_server_names_its_ui_and_starts_nothing(tmp_path: Path) -> None:
+    served = dicesweep(
+        tmp_path,
+        "ui",
+        DICESWEEP_MLFLOW_TRACKING_URI="http://mlflow:5000",
+        DICESWEEP_MLFLOW_UI_URL="https://mlflow.example.org",
+    )
+    assert served.returncode == 0, served.stderr
+    assert served.stderr == (
+        "the sweeps' store is the MLflow server http://mlflow:5000; "
+        "its UI: https://mlflow.example.org\n"
+    )
+
+
+def test_ui_help_says_when_to_set_the_ui_url(tmp_path: Path) -> None:
+    shown = dicesweep(tmp_path, "ui", "--help")
+    assert shown.returncode == 0
+    text = " ".join(shown.stdout.split())
+    assert "set DICESWEEP_MLFLOW_UI_URL when the UI runs elsewhere" in text
