@@ -37,7 +37,8 @@ class DicesweepSettings(BaseSettings):
     )
     # Where people open the MLflow UI over that store (``https://mlflow.example.org``),
     # for the links of the API and the pages; None: the tracking URI when it is an
-    # MLflow server, else ``DEFAULT_MLFLOW_UI`` (where ``dicesweep ui`` serves).
+    # MLflow server, else ``DEFAULT_MLFLOW_UI`` (where ``dicesweep ui`` serves by
+    # default). Set it when the UI runs elsewhere: another host or port, a proxy.
     mlflow_ui_url: str | None = None
     # The cluster's GCS address (``host:6379``, as ``ray start --address`` takes it), for
     # ``dicesweep run`` and a sweep's driver; None: a local head of their own.
