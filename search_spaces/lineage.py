@@ -12,6 +12,10 @@ ROLE_TAG = "dicesweep.role"
 LOSS_LABEL_TAG = "dicesweep.loss_label"
 ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or resumed
 FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."
+# The Ray node a trial last reported from: its id, host name (the container's) and IP.
+NODE_TAG = "dicesweep.node_id"
+HOSTNAME_TAG = "dicesweep.hostname"
+NODE_IP_TAG = "dicesweep.node_ip"
 # On a parent: how many data sets the sweep covers; with more than one, each trial's
 # run name ends with its data set.
 DATASET_COUNT_TAG = "dicesweep.dataset_count"

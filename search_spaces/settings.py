@@ -46,7 +46,12 @@ class DicesweepSettings(BaseSettings):
     # The cluster's Jobs API (``http://head:8265``), for ``dicesweep serve``; None: a
     # local head of the service's own.
     ray_jobs_url: str | None = None
-    storage_path: Path = Field(default_factory=lambda d: d["home"] / "ray_results")  # Ray Tune
+    # Ray Tune's experiments and checkpoints: a folder every node sees (one machine, or a
+    # shared volume mounted at the same path on every node), or an ``s3://bucket/prefix``
+    # URI (the S3-compatible endpoint and keys from the standard AWS_ENDPOINT_URL,
+    # AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which Ray's pyarrow and MLflow's boto3
+    # both read).
+    storage_path: str = Field(default_factory=lambda d: str(d["home"] / "ray_results"))
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
 
@@ -60,6 +65,18 @@ class DicesweepSettings(BaseSettings):
     def _absolute_path(cls, value: Path) -> Path:
         # Jobs and trials run in other folders: a relative path would point elsewhere there.
         return value.expanduser().absolute()
+
+    @field_validator("storage_path")
+    @classmethod
+    def _storage(cls, value: str) -> str:
+        if "://" in value:
+            if not value.startswith(("s3://", "gs://", "abfs://")):
+                raise ValueError(
+                    f"{value!r}: DICESWEEP_STORAGE_PATH is a folder or an s3://, gs:// or "
+                    "abfs:// URI"
+                )
+            return value.rstrip("/")
+        return str(Path(value).expanduser().absolute())
 
     @field_validator("ray_address")
     @classmethod

@@ -13,6 +13,7 @@ API over HTTP, as it does in deployment. The store is migrated to the latest sch
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import shutil
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from search_spaces.settings import isolate_ray
+from search_spaces.versions import SUBMITTER_ENV, skew, stack_versions
 from sweep_service.settings import ServiceSettings
 
 log = logging.getLogger("dicesweep.serve")
@@ -36,8 +38,18 @@ HEAD_STOP_TIMEOUT_S = 60.0
 
 
 def job_environment(settings: ServiceSettings) -> dict[str, str]:
-    """What every sweep driver needs to find the data, the tracking store and storage."""
+    """The environment of every sweep's job: the service's versions (the driver refuses
+    another release), and, for the local head only, the service's own paths.
+
+    A cluster's nodes carry their own settings (their images' environment: the data
+    root, the tracking URI, the storage path), so nothing local to the API's machine
+    is sent to one: the job runs ``python -m trainables.driver`` in the cluster's image.
+    """
+    submitter = {SUBMITTER_ENV: json.dumps(stack_versions())}
+    if settings.ray_jobs_url:
+        return submitter
     env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
+    env.update(submitter)
     env.update(
         DICESWEEP_HOME=str(settings.home),
         DICESWEEP_DATASETS_DIR=str(settings.datasets_dir),
@@ -204,10 +216,54 @@ def _stop_group(group: int) -> None:
         time.sleep(0.2)
 
 
+def cluster_ray_version(address: str) -> str:
+    """The Ray version the Jobs API at ``address`` reports.
+
+    Raises:
+        RuntimeError: it does not answer.
+    """
+    headers = {}
+    token = os.environ.get("RAY_AUTH_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"{address.rstrip('/')}/api/version", headers=headers)
+    deadline = time.monotonic() + HEAD_START_TIMEOUT_S
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return str(json.load(answer)["ray_version"])
+        except (OSError, ValueError, KeyError) as error:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the Ray Jobs API at {address} (DICESWEEP_RAY_JOBS_URL) did not answer "
+                    f"within {HEAD_START_TIMEOUT_S:.0f} s: {error}"
+                ) from error
+            time.sleep(2)
+
+
+def check_cluster_version(address: str) -> None:
+    """Refuse to serve a cluster of another Ray release than the service's.
+
+    Raises:
+        RuntimeError: the versions differ (the message names both).
+    """
+    ours = stack_versions()
+    mismatch = skew(
+        {"ray": ours["ray"]},
+        {"ray": cluster_ray_version(address)},
+        "the service",
+        f"the Ray cluster at {address}",
+    )
+    if mismatch:
+        raise RuntimeError(mismatch)
+
+
 @contextmanager
 def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
-    """The Jobs API address: the configured cluster, or a local head owned until exit."""
+    """The Jobs API address: the configured cluster (its Ray version checked first), or a
+    local head owned until exit."""
     if settings.ray_jobs_url:
+        check_cluster_version(settings.ray_jobs_url)
         yield settings.ray_jobs_url
         return
     with local_ray_head(settings) as address:
@@ -232,7 +288,9 @@ def serve(settings: ServiceSettings) -> None:
     engine = create_engine_for(settings.database_url, pool_size=settings.api_threads + 2)
     sessions = create_session_factory(engine)
     with ray_jobs_address(settings) as address:
-        runner = RayJobRunner(address, job_environment(settings), python=sys.executable)
+        # A cluster runs the driver with its image's interpreter; a local head with ours.
+        python = "python" if settings.ray_jobs_url else sys.executable
+        runner = RayJobRunner(address, job_environment(settings), python=python)
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))
         app = create_app(settings, session_factory=sessions, runner=runner, tracking=tracking)
         reconciler = Reconciler(

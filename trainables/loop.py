@@ -167,27 +167,37 @@ def evaluate(
 
 
 def save_checkpoint(
-    folder: Path, model: nn.Module, optimizer: Any, scheduler: Any, progress: Progress
+    folder: Path,
+    model: nn.Module,
+    optimizer: Any,
+    scheduler: Any,
+    progress: Progress,
+    finished: bool = False,
 ) -> None:
-    state = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "progress": progress.__dict__,
-        "rng": torch.get_rng_state(),
-        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-    }
+    """The trial's state after an evaluation. A ``finished`` trial keeps only what its
+    results need (the fine-tuned weights and its progress): its optimiser state (twice
+    the model's size with AdamW), scheduler and random states would never be read
+    again, and a sweep keeps one checkpoint per trial (docs/deploy.md, storage)."""
+    state: dict[str, Any] = {"model": model.state_dict(), "progress": progress.__dict__}
+    if not finished:
+        state.update(
+            optimizer=optimizer.state_dict(),
+            scheduler=scheduler.state_dict(),
+            rng=torch.get_rng_state(),
+            cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        )
     torch.save(state, folder / CHECKPOINT_FILE)
 
 
 def load_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: Any) -> Progress:
     state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["rng"])
-    if state["cuda_rng"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    if "optimizer" in state:  # a finished trial's checkpoint has none: nothing is left to train
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
     return Progress(**state["progress"])
 
 
@@ -247,7 +257,8 @@ def fit(
                 last[f"best_{metric}"] = progress.best_metric
                 progress.loss_sum, progress.loss_steps = 0.0, 0
                 with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
-                    save_checkpoint(Path(folder), model, optimizer, scheduler, progress)
+                    finished = progress.step == total_steps
+                    save_checkpoint(Path(folder), model, optimizer, scheduler, progress, finished)
                     reporter.report(last, Path(folder))
     return last
 

@@ -56,6 +56,9 @@ def run_trial(
     return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
 
 
+NODE_KEY = "node_id"
+
+
 class RayTuneReporter:
     """Reports to Ray Tune and resumes from the checkpoint Ray hands back."""
 
@@ -72,9 +75,13 @@ class RayTuneReporter:
         return self._restored
 
     def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        import ray
         from ray import tune
 
-        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+        # The Ray node that trained it, beside Tune's hostname and node_ip: the trial's
+        # MLflow run records where each attempt ran.
+        reported = {**metrics, NODE_KEY: ray.get_runtime_context().get_node_id()}
+        tune.report(reported, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
 
     def progress(self, step: int, total: int, loss: float) -> None:
         """Ray Tune shows progress from the reports; nothing to do per step."""

@@ -146,3 +146,25 @@ def test_a_parent_from_before_the_data_set_count_names_the_data_set(
     )
     run_id = TrialLogger(older, client).run_id("t1", trial_config(spec, sweep_id, {"name": "ce"}))
     assert client.get_run(run_id).info.run_name == "ce seed=2 original · mrpc"
+
+
+def test_a_trial_run_records_the_ray_node_of_its_latest_attempt(
+    settings: DicesweepSettings,
+) -> None:
+    sweep_id = "sw-0000cccc3333"
+    spec = spec_of(["mrpc"], name="node-test")
+    client, link = open_tracking(settings, sweep_id, spec)
+    logger = TrialLogger(link, client)
+    config = trial_config(spec, sweep_id, {"name": "ce"})
+    first = {"step": 4, "eval_f1": 70.0, "node_id": "a1" * 28, "hostname": "ray-worker-1"}
+    logger.log_result("t1", config, {**first, "node_ip": "172.20.0.5"})
+    run = client.get_run(logger.run_id("t1", config))
+    assert run.data.tags["dicesweep.node_id"] == "a1" * 28
+    assert run.data.tags["dicesweep.hostname"] == "ray-worker-1"
+    assert run.data.tags["dicesweep.node_ip"] == "172.20.0.5"
+    assert "node_id" not in run.data.metrics  # a string, never a metric
+    # Retried on the other worker: the run names the node that trained it last.
+    moved = {"step": 8, "eval_f1": 75.0, "node_id": "b2" * 28, "hostname": "ray-worker-2"}
+    logger.log_result("t1", config, {**moved, "node_ip": "172.20.0.6"})
+    tags = client.get_run(run.info.run_id).data.tags
+    assert (tags["dicesweep.node_id"], tags["dicesweep.hostname"]) == ("b2" * 28, "ray-worker-2")

@@ -108,6 +108,34 @@ def test_crashed_trial_resumes_mid_epoch_to_the_same_result(
     assert final["train_loss"] == pytest.approx(expected["train_loss"], rel=1e-4)
 
 
+class Keeper(Recorder):
+    """A reporter that notes what each checkpoint holds and its size on disk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[tuple[set[str], int]] = []
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        import torch
+
+        file = checkpoint_dir / CHECKPOINT_FILE
+        state = torch.load(file, map_location="cpu", weights_only=False)
+        self.kept.append((set(state), file.stat().st_size))
+        super().report(metrics, checkpoint_dir)
+
+
+def test_a_finished_trial_keeps_its_weights_but_not_its_optimiser(
+    toy_home: DicesweepSettings,
+) -> None:
+    keeper = Keeper()
+    run_trial(toy_config(epochs=2), keeper, toy_home)  # an evaluation at each epoch's end
+    (during, during_size), (final, final_size) = keeper.kept
+    assert {"model", "optimizer", "scheduler", "rng", "progress"} <= during
+    assert final == {"model", "progress"}
+    # AdamW keeps two moments per weight: the final checkpoint is about a third as large.
+    assert final_size < 0.4 * during_size
+
+
 def test_tokenised_features_are_cached_and_keyed(toy_home: DicesweepSettings) -> None:
     request = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 32, 128, None, None)
     first = load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir)

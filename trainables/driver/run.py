@@ -35,6 +35,7 @@ from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
 from search_spaces.spec_file import SpecFileError, read_spec_file
+from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import count_unfinished, start_ray, unschedulable_reason
 from trainables.driver.progress import SweepProgress, ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
@@ -138,9 +139,10 @@ def open_tracking(
 
 
 def build_tuner(
-    spec: SweepSpec, sweep_id: str, logger: Any, storage: Path, started_at: float
+    spec: SweepSpec, sweep_id: str, logger: Any, storage: str, started_at: float
 ) -> Any:
-    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` when it exists.
+    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` (a folder or an
+    ``s3://`` URI) when it exists.
     Either way ``logger`` logs its trials to MLflow; the progress display of a new
     sweep counts time from ``started_at`` (seconds since the epoch); a restored one
     keeps the start it was given first."""
@@ -150,16 +152,16 @@ def build_tuner(
     from trainables.train import train
 
     trainable = tune.with_resources(train, trial_resources(spec))
-    path = storage / sweep_id
-    if tune.Tuner.can_restore(str(path)):
+    path = f"{storage}/{sweep_id}"
+    if tune.Tuner.can_restore(path):
         # The experiment keeps its callbacks: the progress display (with the sweep's
         # first start) and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        return tune.Tuner.restore(str(path), trainable=trainable, resume_errored=True)
+        return tune.Tuner.restore(path, trainable=trainable, resume_errored=True)
     param_space = to_param_space(spec, sweep_id=sweep_id)
     run_config = tune.RunConfig(
         name=sweep_id,
-        storage_path=str(storage),
+        storage_path=storage,
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         callbacks=[SweepProgress(spec.search.metric, trial_count(spec), started_at), logger],
@@ -239,7 +241,8 @@ def run(
     with ray_log_file(log_file):
         results = tuner.fit()
     logger.flush()  # the trial runs are complete before they are read or stopped
-    unfinished = count_unfinished(results.experiment_path, trial_count(spec))
+    # The experiment's URI as configured: Tune's own path drops an s3:// scheme.
+    unfinished = count_unfinished(f"{settings.storage_path}/{sweep_id}", trial_count(spec))
     if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
         stop_running_trial_runs(client, experiment, sweep_id)
         client.set_terminated(parent, "KILLED")
@@ -322,6 +325,10 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     if len([x for x in (args.spec, args.preset, args.resolved_spec) if x]) != 1:
         parser.error("give exactly one of: a spec file, --preset, --resolved-spec")
     settings = DicesweepSettings()
+    mismatch = submitter_skew()
+    if mismatch:  # a job from a service of another release: refused before anything runs
+        print(mismatch, file=sys.stderr)
+        sys.exit(3)
     try:
         spec = load_spec(args, settings)
     except (SpecError, SpecFileError) as error:

@@ -27,7 +27,10 @@ from search_spaces.lineage import (
     ATTEMPT_TAG,
     DATASET_COUNT_TAG,
     FAILURE_TAG,
+    HOSTNAME_TAG,
     LOSS_LABEL_TAG,
+    NODE_IP_TAG,
+    NODE_TAG,
     ROLE_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
@@ -110,6 +113,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._client = client
         self._runs: dict[str, str] = {}  # Ray trial id -> MLflow run id
         self._last_step: dict[str, int] = {}
+        self._nodes: dict[str, str] = {}  # Ray trial id -> the node its run is tagged with
         self._several_datasets: bool | None = None  # read from the parent on first use
         self._writes: queue.Queue[Callable[[], object]] | None = None
         self._writes_guard = threading.Lock()
@@ -130,6 +134,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
             "_client": None,
             "_runs": {},
             "_last_step": {},
+            "_nodes": {},
             "_several_datasets": None,
         }
 
@@ -231,6 +236,22 @@ class TrialLogger(Callback):  # type: ignore[misc]
         ]
         self.client.log_batch(run_id, metrics=batch)
         self._last_step[trial_id] = step
+        self.log_node(trial_id, run_id, result)
+
+    def log_node(self, trial_id: str, run_id: str, result: Mapping[str, Any]) -> None:
+        """Tag the run with the Ray node (id, host name, IP) that reported ``result``, when
+        it is new for the trial: a trial retried elsewhere shows its latest node."""
+        node = {
+            NODE_TAG: str(result.get("node_id", "")),
+            HOSTNAME_TAG: str(result.get("hostname", "")),
+            NODE_IP_TAG: str(result.get("node_ip", "")),
+        }
+        if not node[NODE_TAG] or self._nodes.get(trial_id) == node[NODE_TAG]:
+            return
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in node.items() if v])
+        self._nodes[trial_id] = node[NODE_TAG]
 
     def recovered(self, trial_id: str) -> None:
         """The trial's worker failed and Tune retries it: one more attempt."""
