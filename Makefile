@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # The real data sets, read in place (never copied into the project).
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo smoke test lint typecheck unit browser-deps browser-test bench-deps bench clean
+.PHONY: install demo smoke test lint typecheck unit browser-deps browser-test bench-deps bench \
+	docker-engine wheels images compose-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +60,41 @@ bench: bench-deps
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_api.py
+
+## Deployment (docs/deploy.md). The images build with no network: every wheel is
+## prepared here, in the build context, and installed with --no-index.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEELS := infra/docker/wheels
+IMAGE_PREFIX ?= dicesweep
+# TORCH_INDEX=https://download.pytorch.org/whl/cu128 prepares a CUDA torch instead
+# (the Ray image's -cuda variant; a separate wheelhouse, WHEELS=infra/docker/wheels-cuda).
+TORCH_INDEX ?=
+
+## The Docker engine (Debian's, through apt) and the debian:bookworm-slim base image.
+docker-engine:
+	scripts/docker-engine.sh
+
+## Every wheel the images install: the project's own, its train and service extras,
+## MLflow's PostgreSQL and S3 clients.
+wheels: $(STAMP)
+	rm -f $(WHEELS)/dicesweep-*.whl
+	$(BIN)/pip wheel --quiet --wheel-dir $(WHEELS) --find-links $(WHEELS) \
+		$(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) '.[train,service]' 'boto3>=1.34'
+
+## The images: Ray node, API, MLflow server, and the PostgreSQL stand-in CI uses.
+images: wheels
+	docker build -q -f infra/docker/ray.Dockerfile --build-arg DICESWEEP_VERSION=$(VERSION) \
+		-t $(IMAGE_PREFIX)/ray:$(VERSION) infra/docker
+	docker build -q -f infra/docker/api.Dockerfile --build-arg DICESWEEP_VERSION=$(VERSION) \
+		-t $(IMAGE_PREFIX)/api:$(VERSION) infra/docker
+	docker build -q -f infra/docker/mlflow.Dockerfile -t $(IMAGE_PREFIX)/mlflow:$(VERSION) infra/docker
+	docker build -q -f infra/docker/postgres-standin.Dockerfile \
+		-t $(IMAGE_PREFIX)/postgres-standin:15 infra/docker
+
+## The compose topology end to end (engine, images, stack up, sweeps over REST on two
+## Ray workers, grid and MLflow checked, torn down), with its phases' wall times.
+compose-check: $(STAMP) docker-engine
+	$(BIN)/python infra/compose/check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -194,7 +194,9 @@ class ResourcesSpec(Section):
     """What one trial reserves on the Ray cluster, and how many run at once."""
 
     cpus_per_trial: Float = Field(1.0, ge=0.01, le=256)
-    gpus_per_trial: Float = Field(0.0, ge=0, le=8)  # fractions share a GPU
+    # At most one: a trial trains on one device (no data-parallel trials); fractions
+    # let several trials share a GPU.
+    gpus_per_trial: Float = Field(0.0, ge=0, le=8)
     max_concurrent_trials: Int | None = Field(None, ge=1, le=10_000)  # None: as many as fit
 
     @field_validator("cpus_per_trial", "gpus_per_trial")
@@ -203,6 +205,17 @@ class ResourcesSpec(Section):
         # Ray accepts fractions of one unit only; above one it needs whole units.
         if value > 1 and not float(value).is_integer():
             raise rule_error(f"above 1 a resource must be a whole number, got {value}")
+        return value
+
+    @field_validator("gpus_per_trial")
+    @classmethod
+    def _one_device(cls, value: float) -> float:
+        if value > 1:
+            raise rule_error(
+                f"a trial trains on one GPU (multi-GPU data-parallel trials are not "
+                f"supported), got {value:g}: use 1, or a fraction to share one GPU between "
+                "trials, and run more trials at once instead"
+            )
         return value
 
 

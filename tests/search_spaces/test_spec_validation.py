@@ -208,6 +208,11 @@ INVALID = {
         "resources.gpus_per_trial",
         "Input should be less than or equal to 8",
     ),
+    "several gpus per trial": (
+        {"resources": {"gpus_per_trial": 2}},
+        "resources.gpus_per_trial",
+        "a trial trains on one GPU (multi-GPU data-parallel trials are not supported), got 2",
+    ),
     "fractional gpus above one": (
         {"resources": {"gpus_per_trial": 1.5}},
         "resources.gpus_per_trial",

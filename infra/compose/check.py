@@ -1,0 +1,297 @@
+"""The compose topology run for real: images built, the stack up with two Ray worker
+containers, sweeps submitted over REST, their trials traced to both workers, the grid
+and MLflow's nested runs read back, everything torn down. Prints its phases with their
+wall times and exits non-zero at the first failed check.
+
+    python infra/compose/check.py [--budget 2400] [--keep]
+
+Needs the Docker engine and the base image (scripts/docker-engine.sh) and the
+wheelhouse (make wheels); `make compose-check` does all three. Secrets are made
+fresh for the run and passed through the environment only; published ports are
+free ones on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "dicesweep-check"
+WORKERS = ("ray-worker-1", "ray-worker-2")
+FOUR_TRIALS = {
+    "extends": "smoke",
+    "name": "compose-four",
+    "search_space": {
+        "losses": [
+            {"name": "ce"},
+            {"name": "focal"},
+            {"name": "dice"},
+            {"name": "dsc", "alpha": 0.1},
+        ]
+    },
+}
+T = TypeVar("T")
+
+
+class Phases:
+    """Named phases with their wall times, printed as they end and as a table."""
+
+    def __init__(self, budget_s: float) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + budget_s
+        self.done: list[tuple[str, float, str]] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        began = time.monotonic()
+        print(f"--> {name}", flush=True)
+        status = "failed"
+        try:
+            yield
+            status = "ok"
+        finally:
+            took = time.monotonic() - began
+            self.done.append((name, took, status))
+            print(f"    {name}: {status} in {took:.0f} s", flush=True)
+
+    def left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the time budget is spent")
+        return left
+
+    def table(self) -> str:
+        lines = ["| phase | wall time (s) | result |", "|---|---:|---|"]
+        lines += [f"| {name} | {took:.0f} | {status} |" for name, took, status in self.done]
+        total = time.monotonic() - self.started
+        return "\n".join([*lines, f"| **total** | **{total:.0f}** | |"])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run(command: list[str], env: dict[str, str] | None = None, timeout: float = 1800) -> str:
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command[:6])} ... failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+def wait_for(check: Callable[[], T | None], what: str, phases: Phases, limit: float) -> T:
+    deadline = time.monotonic() + min(limit, phases.left())
+    while True:
+        found = check()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {limit:.0f} s")
+        time.sleep(3)
+
+
+class Stack:
+    """The compose project, with the environment its file asks for."""
+
+    def __init__(self, datasets: Path) -> None:
+        self.api_port, self.mlflow_port, self.dashboard_port = free_port(), free_port(), free_port()
+        self.env = {
+            **os.environ,
+            "POSTGRES_PASSWORD": secrets.token_hex(16),
+            "RAY_AUTH_TOKEN": secrets.token_hex(32),
+            "DICESWEEP_DATASETS_DIR": str(datasets),
+            "DICESWEEP_API_PORT": str(self.api_port),
+            "MLFLOW_PORT": str(self.mlflow_port),
+            "RAY_DASHBOARD_PORT": str(self.dashboard_port),
+            "DICESWEEP_MLFLOW_UI_URL": f"http://127.0.0.1:{self.mlflow_port}",
+            "COMPOSE_PROFILES": "cpu",
+        }
+        self.base = [
+            "docker-compose",
+            "-p",
+            PROJECT,
+            "-f",
+            "docker-compose.yml",
+            "-f",
+            "docker-compose.ci.yml",
+        ]
+
+    def compose(self, *args: str, timeout: float = 900) -> str:
+        return run([*self.base, *args], self.env, timeout)
+
+    def container_ip(self, service: str) -> str:
+        container = self.compose("ps", "-q", service).strip()
+        inspected = run(["docker", "inspect", container])
+        networks = json.loads(inspected)[0]["NetworkSettings"]["Networks"]
+        return str(next(iter(networks.values()))["IPAddress"])
+
+
+def healthy(stack: Stack) -> bool | None:
+    states = {}
+    for line in stack.compose("ps").splitlines()[2:]:
+        parts = line.split()
+        if parts:
+            states[parts[0]] = line
+    if states and all("(healthy)" in s or "worker" in name for name, s in states.items()):
+        return True
+    return None
+
+
+def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
+    api = httpx.Client(
+        base_url=f"http://127.0.0.1:{stack.api_port}",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    results: dict[str, Any] = {}
+    with phases.phase("submit smoke and a 4-trial sweep over REST"):
+        ids = []
+        for body in ({"extends": "smoke"}, FOUR_TRIALS):
+            answer = api.post("/v1/sweeps", json=body)
+            assert answer.status_code == 201, answer.text
+            ids.append(answer.json()["id"])
+        print(f"    sweeps {ids}")
+
+    with phases.phase("wait for both sweeps to succeed"):
+
+        def finished() -> list[dict[str, Any]] | None:
+            states = [api.get(f"/v1/sweeps/{sweep}").json() for sweep in ids]
+            for state in states:
+                assert state["status"] not in ("failed", "cancelled"), state
+            return states if all(s["status"] == "succeeded" for s in states) else None
+
+        states = wait_for(finished, "both sweeps succeeded", phases, 1500)
+        results["sweeps"] = {s["id"]: s["trials"] for s in states}
+
+    with phases.phase("read the grids back"):
+        for sweep in ids:
+            grid = api.get(f"/v1/sweeps/{sweep}/grid", params={"format": "markdown"})
+            assert grid.status_code == 200, grid.text
+            print(grid.text)
+        four = api.get(f"/v1/sweeps/{ids[1]}/grid").json()
+        assert four, "the 4-trial grid is empty"
+        page = api.get(f"/sweeps/{ids[1]}")
+        assert page.status_code == 200 and "dsc(alpha=0.1)" in page.text, page.status_code
+
+    with phases.phase("MLflow holds the nested runs, trained on both workers"):
+        mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
+        experiment = mlflow.get(
+            "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": "dicesweep"}
+        ).json()["experiment"]
+        nodes: dict[str, str] = {}
+        for sweep, expected in zip(ids, (2, 4), strict=True):
+            found = mlflow.post(
+                "/api/2.0/mlflow/runs/search",
+                json={
+                    "experiment_ids": [experiment["experiment_id"]],
+                    "filter": f"tags.`dicesweep.sweep_id` = '{sweep}'",
+                    "max_results": 100,
+                },
+            ).json()["runs"]
+            tags = [{t["key"]: t["value"] for t in run["data"]["tags"]} for run in found]
+            parents = [
+                t for t, run in zip(tags, found, strict=True) if t["dicesweep.role"] == "sweep"
+            ]
+            trials = [
+                (t, run)
+                for t, run in zip(tags, found, strict=True)
+                if t["dicesweep.role"] == "trial"
+            ]
+            assert len(parents) == 1 and len(trials) == expected, (sweep, len(found))
+            parent_id = next(
+                r["info"]["run_id"]
+                for t, r in zip(tags, found, strict=True)
+                if t["dicesweep.role"] == "sweep"
+            )
+            for t, run in trials:
+                assert t["mlflow.parentRunId"] == parent_id, t
+                assert run["info"]["status"] == "FINISHED", run["info"]
+                nodes[t["dicesweep.node_id"]] = t["dicesweep.hostname"]
+        worker_ips = {stack.container_ip(w): w for w in WORKERS}
+        listed = json.loads(
+            stack.compose("exec", "-T", "ray-head", "ray", "list", "nodes", "--format", "json")
+        )
+        worker_nodes = {
+            n["node_id"]: worker_ips[n["node_ip"]]
+            for n in listed
+            if n["node_ip"] in worker_ips and n["state"] == "ALIVE"
+        }
+        print(f"    trials per node: {nodes}; the workers' Ray nodes: {worker_nodes}")
+        assert set(nodes) == set(worker_nodes), "the trials did not run on both workers"
+        assert set(nodes.values()) == set(WORKERS)
+        results["nodes"] = nodes
+
+    with phases.phase("no secret in the process list"):
+        processes = run(["ps", "axww", "-o", "args"])  # the containers' processes too
+        for name in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN"):
+            assert stack.env[name] not in processes, f"{name} shows in ps"
+        assert key not in processes, "the API key shows in ps"
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", type=float, default=2400, help="seconds for the whole run")
+    parser.add_argument("--keep", action="store_true", help="leave the stack up at the end")
+    parser.add_argument("--no-build", action="store_true", help="use the images already built")
+    args = parser.parse_args()
+    datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data"))
+    phases = Phases(args.budget)
+    stack = Stack(datasets.resolve())
+    try:
+        if not args.no_build:
+            with phases.phase("build the images (make images)"):
+                run(["make", "images"], timeout=phases.left())
+        with phases.phase("compose up (postgres, mlflow, ray head, two workers, api)"):
+            stack.compose("up", "-d", timeout=phases.left())
+            wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
+            print(stack.compose("ps"))
+        with phases.phase("an API key for the run"):
+            key = (
+                stack.compose(
+                    "exec", "-T", "api", "dicesweep", "keys", "create", "--owner", "compose-check"
+                )
+                .strip()
+                .splitlines()[-1]
+            )
+        submit_and_check(stack, key, phases)
+    except BaseException:
+        print("---- logs of the failed run ----")
+        print(
+            subprocess.run(
+                [*stack.base, "logs", "--tail", "60"],
+                cwd=ROOT,
+                env=stack.env,
+                capture_output=True,
+                text=True,
+            ).stdout[-12000:]
+        )
+        raise
+    finally:
+        if not args.keep:
+            with phases.phase("compose down (volumes removed)"):
+                stack.compose("down", "-v", "--remove-orphans", timeout=300)
+        print(phases.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+-- MLflow's tracking store beside the service's, on the same server and owner.
+CREATE DATABASE mlflow;

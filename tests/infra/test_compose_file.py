@@ -1,0 +1,110 @@
+"""docker-compose.yml read as a deployment, offline: valid against the Compose
+specification, and holding what the topology needs (make compose-check runs it)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = ["docker-compose.yml", "docker-compose.ci.yml"]
+RAY_NODES = ("ray-head", "ray-worker-1", "ray-worker-2", "ray-gpu-worker")
+# What the machine's own services hold: never published by default.
+TAKEN = {"5432", "3306", "6379", "5672", "1883", "4222"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_files_follow_the_compose_specification(name: str) -> None:
+    checker = Path(sys.executable).with_name("check-jsonschema")
+    done = subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.compose-spec", str(ROOT / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_specification_check_bites(tmp_path: Path) -> None:
+    broken = tmp_path / "compose.yml"
+    broken.write_text("services:\n  api:\n    image: x\n    depends_on: {db: {condition: up}}\n")
+    checker = Path(sys.executable).with_name("check-jsonschema")
+    done = subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.compose-spec", str(broken)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+
+
+def test_two_cpu_workers_join_the_head_and_a_gpu_profile_reserves_nvidia_devices(
+    compose: dict[str, Any],
+) -> None:
+    services = compose["services"]
+    for worker in ("ray-worker-1", "ray-worker-2"):
+        assert "--address=ray-head:6379" in services[worker]["command"]
+        assert services[worker]["profiles"] == ["cpu"]
+        assert services[worker]["depends_on"]["ray-head"]["condition"] == "service_healthy"
+    gpu = services["ray-gpu-worker"]
+    assert gpu["profiles"] == ["gpu"]
+    (device,) = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+    assert "--num-cpus=0" in services["ray-head"]["command"]  # trials only on workers
+
+
+def test_every_ray_node_shares_tune_storage_at_one_path_and_has_shared_memory(
+    compose: dict[str, Any],
+) -> None:
+    for node in RAY_NODES:
+        service = compose["services"][node]
+        assert "shared:/shared" in service["volumes"], node
+        assert service["shm_size"], node
+        assert service["environment"]["DICESWEEP_STORAGE_PATH"].endswith(":-/shared/ray-results}")
+    assert "shared" in compose["volumes"]
+
+
+def test_the_api_submits_through_the_heads_jobs_api_after_its_dependencies_are_healthy(
+    compose: dict[str, Any],
+) -> None:
+    api = compose["services"]["api"]
+    assert api["environment"]["DICESWEEP_RAY_JOBS_URL"] == "http://ray-head:8265"
+    assert api["environment"]["DICESWEEP_MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
+    assert {name: rule["condition"] for name, rule in api["depends_on"].items()} == dict.fromkeys(
+        ("postgres", "mlflow", "ray-head"), "service_healthy"
+    )
+
+
+def test_secrets_come_from_the_environment_and_must_be_set() -> None:
+    text = (ROOT / "docker-compose.yml").read_text()
+    for secret in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN"):
+        uses = re.findall(r"\$\{" + secret + r"(:[?-][^}]*)?\}", text)
+        assert uses and all(use.startswith(":?") for use in uses), (secret, uses)
+    assert "password" not in re.sub(r"\$\{[^}]*\}", "", text).lower().replace(
+        "postgres_password", ""
+    )
+
+
+def test_published_ports_are_settings_on_loopback_by_default(compose: dict[str, Any]) -> None:
+    published = [
+        (name, port)
+        for name, service in compose["services"].items()
+        for port in service.get("ports", [])
+    ]
+    assert published
+    for name, port in published:
+        setting = re.fullmatch(r"\$\{DICESWEEP_BIND:-127\.0\.0\.1\}:\$\{(\w+):-(\d+)\}:\d+", port)
+        assert setting, (name, port)
+        assert setting.group(2) not in TAKEN, (name, port)
