@@ -111,6 +111,19 @@ def pos_metrics(
     return {"f1": accuracy, "precision": accuracy, "recall": accuracy, "accuracy": accuracy}
 
 
+def always_positive_f1(labels: Sequence[Any], positive: int = 1) -> float:
+    """The F1 of predicting ``positive`` for every item: paraphrase identification's
+    trivial baseline, which a collapsed model matches exactly."""
+    return pi_metrics([positive] * len(labels), labels, positive)["f1"]
+
+
+def majority_tag_accuracy(gold_tags: Sequence[Sequence[str]]) -> float:
+    """The accuracy of tagging every word with the most frequent gold tag: part-of-speech
+    tagging's trivial baseline (its F1, as ``pos_metrics`` scores it)."""
+    counts = Counter(tag for sentence in gold_tags for tag in sentence)
+    return _percent(max(counts.values(), default=0), sum(counts.values()))
+
+
 # SQuAD v1.1: the functions below follow the official evaluate-v1.1.py step by step.
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)

@@ -96,13 +96,17 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     columns = list(dict.fromkeys(table.columns.get_level_values(0)))
     best = _best_rows(table)
     p_values = table.attrs.get("significance") or {}
+    collapsed = table.attrs.get("collapsed_cells") or {}
     cells = [
         [
             Cell(
-                text=format_cell(
-                    table.at[row, (col, "mean")],
-                    table.at[row, (col, "std")],
-                    table.at[row, (col, "delta")],
+                text=with_collapsed(
+                    format_cell(
+                        table.at[row, (col, "mean")],
+                        table.at[row, (col, "std")],
+                        table.at[row, (col, "delta")],
+                    ),
+                    collapsed.get((row, col), 0),
                 ),
                 best=best.get(col) == row and len(table.index) > 1,
                 mark=mark(p_values.get((row, col))),
@@ -112,6 +116,41 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
         for row in table.index
     ]
     return [format_value(r) for r in table.index], [format_value(c) for c in columns], cells
+
+
+def with_collapsed(text: str, count: int) -> str:
+    """A cell's text with the number of its seeds that collapsed (left out of it)."""
+    if not count:
+        return text
+    return f"{text} [{count} collapsed]" if text else f"[{count} collapsed]"
+
+
+def baseline_line(table: pd.DataFrame) -> str | None:
+    """Each data set's trivial baseline F1 in a sentence, or None without them."""
+    baselines = table.attrs.get("baselines") or {}
+    if not baselines:
+        return None
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in sorted(baselines.items()))
+    return (
+        "Trivial baseline F1 (always positive for PI, the majority tag for POS, "
+        f"0 for NER and MRC): {shown}."
+    )
+
+
+def notes(table: pd.DataFrame) -> list[str]:
+    """The lines under a table beyond its legend: the trivial baselines, the collapsed
+    trials and the failed ones, none of which are in the cells' means."""
+    baselines = baseline_line(table)
+    lines = [baselines] if baselines else []
+    collapsed = table.attrs.get("collapsed") or []
+    if collapsed:
+        lines.append("Collapsed trials (left out of the means and the tests):")
+        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in collapsed]
+    failed = table.attrs.get("failed") or []
+    if failed:
+        lines.append("Failed trials (not in the table):")
+        lines += [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
+    return lines
 
 
 def _cells(table: pd.DataFrame) -> pd.DataFrame:
@@ -159,10 +198,8 @@ def to_markdown(table: pd.DataFrame) -> str:
     )
     shown.index.name = table.attrs["rows_key"]
     text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
-    failed = table.attrs.get("failed") or []
-    if failed:
-        lines = [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
-        text += "\n\nFailed trials (not in the table):\n\n" + "\n".join(lines)
+    for line in notes(table):
+        text += ("\n" if line.startswith("- ") else "\n\n") + line
     return text
 
 
@@ -188,6 +225,7 @@ def to_json(table: pd.DataFrame) -> str:
     null); ``failed`` lists the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("significance") or {}
+    collapsed = attrs.get("collapsed_cells") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
     cells = []
@@ -200,10 +238,15 @@ def to_json(table: pd.DataFrame) -> str:
                 "column": column,
                 **{stat: line[stat] for stat in STATS},
                 "p_value": None if p_value is None or math.isnan(p_value) else p_value,
+                "collapsed": int(collapsed.get((row, column), 0)),
             }
         )
     payload = {
-        **{key: value for key, value in attrs.items() if key != "significance"},
+        **{
+            key: value
+            for key, value in attrs.items()
+            if key not in ("significance", "collapsed_cells")  # in the cells instead
+        },
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
         "cells": cells,
@@ -258,8 +301,7 @@ def to_latex(table: pd.DataFrame) -> str:
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
-    failed = table.attrs.get("failed") or []
-    lines += [f"% failed, not in the table: {_failed_label(e)}: {e['reason']}" for e in failed]
+    lines += [f"% {line}" for line in notes(table)]
     return "\n".join(lines) + "\n"
 
 
@@ -307,6 +349,19 @@ def to_html(table: pd.DataFrame) -> str:
         f'<table class="grid"><caption>{escape(legend(table))}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
+    baselines = baseline_line(table)
+    if baselines:
+        text += f'<p class="baselines">{escape(baselines)}</p>'
+    collapsed = table.attrs.get("collapsed") or []
+    if collapsed:
+        items = "".join(
+            f"<li>{escape(_failed_label(e))}: {e['value']:.2f}, {escape(e['reason'])}</li>"
+            for e in collapsed
+        )
+        text += (
+            "<p>Collapsed trials (left out of the means and the tests):</p>"
+            f'<ul class="collapsed">{items}</ul>'
+        )
     failed = table.attrs.get("failed") or []
     if failed:
         items = "".join(

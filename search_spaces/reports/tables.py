@@ -20,6 +20,9 @@ METRICS = (
     "eval_exact_match",
     "train_loss",
     "epoch",
+    # The sanity of a trial's result (``collapse_reason``).
+    "eval_baseline_f1",
+    "eval_distinct_predictions",
 )
 
 
@@ -197,19 +200,79 @@ def paper_table(
     """The table the paper would print of ``rows`` (finished trials): the paper's
     layout unless keys are given (``infer_layout``), the delta against ``ce`` where
     the rows are losses holding it, and the paired tests' marks; ``title`` (the sweep's
-    name) captions it.
+    name) captions it. Collapsed trials (``collapse_reason``) are left out of the
+    means and the tests and listed with their reason (``attrs["collapsed"]``, counted
+    per cell in ``attrs["collapsed_cells"]``); each data set's trivial baseline is in
+    ``attrs["baselines"]``.
 
     Raises:
         ValueError: what ``pivot_table`` raises.
     """
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
-    baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
-    table = pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)
+    collapsed = rows.apply(lambda row: collapse_reason(row, metric), axis=1).dropna()
+    kept = rows.drop(index=collapsed.index)
+    baseline = "ce" if rows_key == "loss" and "ce" in set(kept["loss"]) else None
+    table = pivot_table(kept, rows_key, cols_key, metric=metric, baseline=baseline)
+    attrs = table.attrs
+    # Every label stays, a cell whose every seed collapsed included.
+    index, columns = ordered(rows[rows_key], baseline), ordered(rows[cols_key])
+    table = table.reindex(index=index, columns=pd.MultiIndex.from_product([columns, STATS]))
+    table.index.name, table.columns.names, table.attrs = rows_key, [cols_key, "stat"], attrs
     if baseline is not None:
-        table = with_significance(table, paired_test(rows, rows_key, cols_key, metric, baseline))
+        table = with_significance(table, paired_test(kept, rows_key, cols_key, metric, baseline))
     table.attrs["title"] = title
+    table.attrs["collapsed"] = [
+        {
+            **{key: rows.at[i, key] for key in COLLAPSED_KEYS[:3]},
+            "seed": int(rows.at[i, "seed"]),
+            "value": float(rows.at[i, metric]),
+            "reason": reason,
+        }
+        for i, reason in collapsed.items()
+    ]
+    table.attrs["collapsed_cells"] = (
+        rows.loc[collapsed.index].groupby([rows_key, cols_key]).size().to_dict()
+    )
+    table.attrs["baselines"] = trivial_baselines(rows) if metric == "eval_f1" else {}
     return table
+
+
+COLLAPSED_KEYS = ("loss", "dataset", "variant", "seed", "value", "reason")
+BASELINE_METRIC = "eval_baseline_f1"  # what always-positive / the majority tag / nothing scores
+DISTINCT_METRIC = "eval_distinct_predictions"
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def collapse_reason(metrics: Mapping[str, Any], metric: str = "eval_f1") -> str | None:
+    """Why a trial's final result says its model learned nothing, or None: its
+    predictions are constant (one class, tag or answer for every input), or its F1 is
+    at or below its data set's trivial baseline (always-positive F1 for paraphrase
+    identification, the majority tag for POS, 0 for NER and MRC), both reported by the
+    trial with its metrics."""
+    distinct = _number(metrics.get(DISTINCT_METRIC))
+    if distinct is not None and distinct <= 1:
+        return "constant predictions (the same for every input)"
+    baseline = _number(metrics.get(BASELINE_METRIC)) if metric == "eval_f1" else None
+    value = _number(metrics.get(metric))
+    if baseline is not None and value is not None and value <= baseline + 1e-9:
+        return f"{metric} {value:.2f} at or below the trivial baseline {baseline:.2f}"
+    return None
+
+
+def trivial_baselines(rows: pd.DataFrame) -> dict[str, float]:
+    """Each data set's trivial baseline F1 (``BASELINE_METRIC``), as its trials report it."""
+    if BASELINE_METRIC not in rows or rows[BASELINE_METRIC].isna().all():
+        return {}
+    means = rows.dropna(subset=[BASELINE_METRIC]).groupby("dataset")[BASELINE_METRIC].mean()
+    return {str(name): float(value) for name, value in means.items()}
 
 
 FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")

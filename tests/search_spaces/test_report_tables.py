@@ -204,6 +204,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "count": 3,
         "delta": None,
         "p_value": None,
+        "collapsed": 0,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
 

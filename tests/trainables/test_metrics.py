@@ -210,3 +210,20 @@ def test_squad_metrics_of_gold_answers_on_real_dev(datasets_dir: Path) -> None:
     examples = [e for e in load_split("squad_v1", "eval", datasets_dir) if isinstance(e, QAExample)]
     predictions = {e.qid: e.answers[0].text for e in examples}
     assert squad_metrics(predictions, examples) == {"exact_match": 100.0, "f1": 100.0}
+
+
+def test_always_positive_f1_is_what_a_model_predicting_positive_everywhere_scores() -> None:
+    from trainables.metrics import always_positive_f1
+
+    labels = [1, 0, 1, 1, 0]  # precision 3/5, recall 1: F1 = 2 * 0.6 / 1.6 = 75
+    assert always_positive_f1(labels) == pytest.approx(75.0)
+    assert always_positive_f1(labels) == pi_metrics([1] * 5, labels)["f1"]
+    assert always_positive_f1([0, 0]) == 0.0
+
+
+def test_majority_tag_accuracy_tags_every_word_with_the_commonest_tag() -> None:
+    from trainables.metrics import majority_tag_accuracy
+
+    gold = [["NOUN", "VERB", "NOUN"], ["DET", "NOUN"]]  # NOUN: 3 of 5 words
+    assert majority_tag_accuracy(gold) == pytest.approx(60.0)
+    assert majority_tag_accuracy(gold) == pos_metrics([["NOUN"] * 3, ["NOUN"] * 2], gold)["f1"]

@@ -168,3 +168,24 @@ def test_a_trial_run_records_the_ray_node_of_its_latest_attempt(
     logger.log_result("t1", config, {**moved, "node_ip": "172.20.0.6"})
     tags = client.get_run(run.info.run_id).data.tags
     assert (tags["dicesweep.node_id"], tags["dicesweep.hostname"]) == ("b2" * 28, "ray-worker-2")
+
+
+def test_a_collapsed_trial_is_finished_with_the_reason_in_its_run(
+    settings: DicesweepSettings,
+) -> None:
+    sweep_id = "sw-0000dddd4444"
+    spec = spec_of(["mrpc"], name="collapse-test")
+    client, link = open_tracking(settings, sweep_id, spec)
+    logger = TrialLogger(link, client)
+    config = trial_config(spec, sweep_id, {"name": "dsc", "alpha": 0.1})
+
+    class Trial:  # what Tune hands the hook
+        trial_id = "t-collapsed"
+        last_result = {"step": 8, "eval_f1": 81.2, "eval_distinct_predictions": 1.0}
+
+    Trial.config = config  # type: ignore[attr-defined]
+    logger.on_trial_complete(0, [], Trial())
+    logger.flush()
+    run = client.get_run(logger.run_id("t-collapsed", config))
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["dicesweep.collapsed"] == "constant predictions (the same for every input)"

@@ -75,6 +75,8 @@ def test_tiny_model_learns_the_toy_ner_task(toy_home: DicesweepSettings) -> None
     assert last > 80.0, recorder.reports
     assert final["best_eval_f1"] == max(r["eval_f1"] for r in recorder.reports)
     assert {"eval_precision", "eval_recall", "train_loss", "epoch", "step"} <= set(final)
+    assert final["eval_baseline_f1"] == 0.0  # NER: tagging no entity
+    assert final["eval_distinct_predictions"] > 1
 
 
 @pytest.mark.parametrize(
@@ -244,7 +246,10 @@ def test_squad_v2_questions_without_an_answer_are_predicted_empty(
     # Every window scores [CLS] highest: each unanswerable question is right, no other.
     metrics = data.task.evaluate(lambda _: Output(), [batch], data.eval_examples)
     share = 100 * unanswerable / len(data.eval_examples)
-    assert metrics == pytest.approx({"exact_match": share, "f1": share})
+    assert metrics == pytest.approx(
+        # Answering nothing is this set's trivial baseline, and the same answer everywhere.
+        {"exact_match": share, "f1": share, "baseline_f1": share, "distinct_predictions": 1}
+    )
 
 
 def test_bf16_autocast_path_runs_on_cpu(toy_home: DicesweepSettings) -> None:

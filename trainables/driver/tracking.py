@@ -25,6 +25,7 @@ from ray.tune.result import AUTO_RESULT_KEYS
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.lineage import (
     ATTEMPT_TAG,
+    COLLAPSED_TAG,
     DATASET_COUNT_TAG,
     FAILURE_TAG,
     HOSTNAME_TAG,
@@ -36,6 +37,7 @@ from search_spaces.lineage import (
     TRIAL_TAG,
 )
 from search_spaces.reports import loss_label
+from search_spaces.reports.tables import collapse_reason
 from search_spaces.sections import TrackingLink, TrialConfig
 
 log = logging.getLogger(__name__)
@@ -259,11 +261,20 @@ class TrialLogger(Callback):  # type: ignore[misc]
             self._next_attempt(self._runs[trial_id])
 
     def finish(
-        self, trial_id: str, config: Mapping[str, Any], status: str, reason: str | None = None
+        self,
+        trial_id: str,
+        config: Mapping[str, Any],
+        status: str,
+        reason: str | None = None,
+        collapsed: str | None = None,
     ) -> None:
+        """End the trial's run: FAILED with its ``reason``, or FINISHED (a scheduler's
+        stop too), tagged ``collapsed`` with why when its model learned nothing."""
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
+        if collapsed is not None:
+            self.client.set_tag(run_id, COLLAPSED_TAG, collapsed)
         self.client.set_terminated(run_id, status=status)
 
     # Ray Tune's hooks: each queues its write (``later``).
@@ -284,7 +295,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         trial_id, config = trial.trial_id, dict(trial.config)
-        self.later(lambda: self.finish(trial_id, config, "FINISHED"))  # scheduler stops too
+        collapsed = collapse_reason(trial.last_result or {})
+        self.later(lambda: self.finish(trial_id, config, "FINISHED", collapsed=collapsed))
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         from trainables.driver.reports import failure_reason

@@ -10,7 +10,7 @@ from torch import Tensor
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import PairExample
-from trainables.metrics import pi_metrics
+from trainables.metrics import always_positive_f1, pi_metrics
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 
@@ -64,4 +64,9 @@ class PairClassification(Task):
         for batch in batches:
             predicted += predict(batch).logits.argmax(-1).tolist()
             gold += batch["labels"].tolist()
-        return pi_metrics(predicted, gold, positive=self.positive)
+        return {
+            **pi_metrics(predicted, gold, positive=self.positive),
+            # The sanity of the result (search_spaces.reports.tables.collapse_reason)
+            "baseline_f1": always_positive_f1(gold, self.positive),
+            "distinct_predictions": float(len(set(predicted))),
+        }

@@ -24,7 +24,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import QAExample
 from trainables.losses import CELoss
-from trainables.metrics import squad_metrics
+from trainables.metrics import normalize_answer, squad_metrics
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 MAX_ANSWER_TOKENS = 30
@@ -126,7 +126,13 @@ class SpanExtraction(Task):
             for index, score in null.items():
                 if index not in best or score > best[index][0]:
                     predictions[examples[index].qid] = ""
-        return squad_metrics(predictions, examples)
+        return {
+            **squad_metrics(predictions, examples),
+            # The sanity of the result (search_spaces.reports.tables.collapse_reason):
+            # answering nothing scores the unanswerable questions' share (0 in SQuAD v1.1).
+            "baseline_f1": 100.0 * sum(not e.answers for e in examples) / len(examples),
+            "distinct_predictions": float(len({normalize_answer(a) for a in predictions.values()})),
+        }
 
 
 def _answer_positions(

@@ -17,7 +17,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import TaggedSentence
 from trainables.losses import IGNORE_INDEX
-from trainables.metrics import ner_metrics, pos_metrics
+from trainables.metrics import majority_tag_accuracy, ner_metrics, pos_metrics
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 TRUNCATED = "<truncated>"  # a POS prediction for a cut-off word: never equal to a gold tag
@@ -93,7 +93,13 @@ class Tagging(Task):
                 tags = [self.labels[row[p]] for p in positions]
                 predicted.append(tags + [fallback] * (len(example.tags) - len(tags)))
                 gold.append(list(example.tags))
-        return (ner_metrics if by_spans else pos_metrics)(predicted, gold)
+        return {
+            **(ner_metrics if by_spans else pos_metrics)(predicted, gold),
+            # The sanity of the result (search_spaces.reports.tables.collapse_reason):
+            # tagging no entity scores 0; every word with the commonest tag, its accuracy.
+            "baseline_f1": 0.0 if by_spans else majority_tag_accuracy(gold),
+            "distinct_predictions": float(len({tag for tags in predicted for tag in tags})),
+        }
 
     @property
     def spans(self) -> bool:
