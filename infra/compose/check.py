@@ -206,25 +206,17 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
                     "max_results": 100,
                 },
             ).json()["runs"]
-            tags = [{t["key"]: t["value"] for t in run["data"]["tags"]} for run in found]
-            parents = [
-                t for t, run in zip(tags, found, strict=True) if t["dicesweep.role"] == "sweep"
-            ]
-            trials = [
-                (t, run)
-                for t, run in zip(tags, found, strict=True)
-                if t["dicesweep.role"] == "trial"
-            ]
+            tags_of = [{t["key"]: t["value"] for t in r["data"]["tags"]} for r in found]
+            by_role: dict[str, list[tuple[dict[str, str], dict[str, Any]]]] = {}
+            for tags, found_run in zip(tags_of, found, strict=True):
+                by_role.setdefault(tags["dicesweep.role"], []).append((tags, found_run))
+            parents, trials = by_role.get("sweep", []), by_role.get("trial", [])
             assert len(parents) == 1 and len(trials) == expected, (sweep, len(found))
-            parent_id = next(
-                r["info"]["run_id"]
-                for t, r in zip(tags, found, strict=True)
-                if t["dicesweep.role"] == "sweep"
-            )
-            for t, run in trials:
-                assert t["mlflow.parentRunId"] == parent_id, t
-                assert run["info"]["status"] == "FINISHED", run["info"]
-                nodes[t["dicesweep.node_id"]] = t["dicesweep.hostname"]
+            parent_id = parents[0][1]["info"]["run_id"]
+            for tags, trial_run in trials:
+                assert tags["mlflow.parentRunId"] == parent_id, tags
+                assert trial_run["info"]["status"] == "FINISHED", trial_run["info"]
+                nodes[tags["dicesweep.node_id"]] = tags["dicesweep.hostname"]
         worker_ips = {stack.container_ip(w): w for w in WORKERS}
         listed = json.loads(
             stack.compose("exec", "-T", "ray-head", "ray", "list", "nodes", "--format", "json")
