@@ -3,13 +3,17 @@
 # MLflow's client) and ray[default] (the head's dashboard and Jobs API).
 # Built offline from the wheelhouse `make wheels` prepares; CPU torch by default. The
 # CUDA variant is the same file built from a wheelhouse holding a CUDA torch
-# (`make wheels TORCH_INDEX=https://download.pytorch.org/whl/cu128`, tag `-cuda`):
+# (`make wheels TORCH_INDEX=https://download.pytorch.org/whl/cu128 WHEELS=infra/docker/wheels-cuda`,
+# then --build-arg WHEELS=wheels-cuda, tag `-cuda`):
 # PyTorch's CUDA wheels carry their CUDA libraries, and the node's NVIDIA container
 # runtime supplies the driver.
 FROM debian:bookworm-slim AS build
 COPY python-base.sh /tmp/
 RUN sh /tmp/python-base.sh
-COPY wheels /wheels
+# The wheelhouse: `wheels` (CPU torch), or another folder of the context holding a CUDA
+# torch (--build-arg WHEELS=wheels-cuda).
+ARG WHEELS=wheels
+COPY ${WHEELS} /wheels
 ARG DICESWEEP_VERSION=0.1.0
 RUN python3 -m venv /opt/dicesweep \
     && /opt/dicesweep/bin/pip install --no-index --find-links /wheels --no-cache-dir \
