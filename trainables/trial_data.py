@@ -80,7 +80,9 @@ def _texts(examples: Sequence[Any]) -> list[str]:
     return texts
 
 
-def _read(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
+def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
+    """The training examples (the variant built, then capped) and the evaluation ones
+    (capped) a trial of ``request`` trains and is scored on, before tokenising."""
     info = request.dataset
     train = load_split(info, "train", datasets_dir)
     if request.variant != "original":
@@ -140,7 +142,7 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
             variants, naming the data set and the rule.
     """
     info = request.dataset
-    train, evaluation = _read(request, datasets_dir)
+    train, evaluation = read_examples(request, datasets_dir)
     # SQuAD v2 and the like: unanswerable training questions mean "no answer" is a prediction.
     no_answer = any(isinstance(e, QAExample) and not e.answers for e in train)
     task = build_task(

@@ -1,0 +1,171 @@
+"""Publish a finished study from a running service into docs/results/: everything in
+the generated sections is read back through the REST API (the table, its plot, the
+per-seed trials, the spec) or from the MLflow store the service tracks to (trial
+times); no cell is written by hand. The discussion beside it (a section headed
+"Against the paper") is kept as it is.
+
+    python scripts/publish_study.py SWEEP_ID NAME [--api http://127.0.0.1:8000]
+        [--tracking-uri sqlite:///...]    # the service's DICESWEEP_MLFLOW_TRACKING_URI
+
+writes docs/results/NAME.md, NAME.csv (cells), NAME-trials.csv (one line per trial and
+seed), NAME.png and NAME-spec.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from docs_table import machine_description, write_section
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+TRIAL_COLUMNS = [
+    "loss",
+    "dataset",
+    "variant",
+    "seed",
+    "status",
+    "eval_f1",
+    "eval_precision",
+    "eval_recall",
+    "eval_exact_match",
+    "eval_baseline_f1",
+    "eval_distinct_predictions",
+    "run_id",
+]
+
+
+def trials(api: httpx.Client, sweep_id: str) -> pd.DataFrame:
+    """Every trial of the sweep, one line each, through the paged trials endpoint."""
+    lines: list[dict[str, Any]] = []
+    token = None
+    while True:
+        params = {"page_token": token} if token else {}
+        page = api.get(f"/v1/sweeps/{sweep_id}/trials", params=params).raise_for_status().json()
+        lines += [{**trial, **trial["metrics"]} for trial in page["data"]]
+        token = page["next_page_token"]
+        if not token:
+            break
+    frame = pd.DataFrame(lines)
+    return frame[[c for c in TRIAL_COLUMNS if c in frame.columns]]
+
+
+def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:
+    """The trials' summed wall time, from their MLflow runs' start and end."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    total_ms = 0
+    for run_id in run_ids:
+        info = client.get_run(run_id).info
+        if info.end_time and info.start_time:
+            total_ms += info.end_time - info.start_time
+    return total_ms / 3_600_000
+
+
+def class_ratios(preset: dict[str, Any], datasets_dir: Path) -> str:
+    """The training sets a Table 8 study's trials saw (each variant built, then capped as
+    its spec says), their size and positive share beside the paper's QQP ones."""
+    from search_spaces.dataset_refs import dataset_info
+    from trainables.data.variants import PAPER_VARIANTS
+    from trainables.trial_data import DataRequest, read_examples
+
+    task, training = preset["task"], preset["training"]
+    info = dataset_info(task["dataset"][0], task.get("kind"), datasets_dir)
+    positive = task.get("positive_label", 1)
+    lines = [
+        "| variant | pairs | positive | QQP in the paper | positive |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for variant in task["variant"]:
+        request = DataRequest(
+            info,
+            variant,
+            preset["model"],
+            training["max_seq_length"],
+            training["doc_stride"],
+            training["max_train_examples"],
+            training["max_eval_examples"],
+            positive,
+        )
+        train, _ = read_examples(request, datasets_dir)
+        share = sum(example.label == positive for example in train) / len(train)
+        size, paper_share = PAPER_VARIANTS[variant]
+        lines.append(
+            f"| {variant} | {len(train):,} | {share:.1%} | {size:,} | {float(paper_share):.0%} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweep_id")
+    parser.add_argument("name", help="the files' stem in docs/results, e.g. table8")
+    parser.add_argument(
+        "--api", default=os.environ.get("DICESWEEP_API_URL", "http://127.0.0.1:8000")
+    )
+    parser.add_argument("--tracking-uri", required=True)
+    args = parser.parse_args()
+    headers = {}
+    if os.environ.get("DICESWEEP_API_KEY"):
+        headers["Authorization"] = f"Bearer {os.environ['DICESWEEP_API_KEY']}"
+    api = httpx.Client(base_url=args.api, headers=headers, timeout=120)
+    sweep = api.get(f"/v1/sweeps/{args.sweep_id}").raise_for_status().json()
+    if sweep["status"] != "succeeded":
+        raise SystemExit(f"sweep {args.sweep_id} is {sweep['status']}: publish a finished one")
+    grid = f"/v1/sweeps/{args.sweep_id}/grid"
+    markdown = api.get(grid, params={"format": "markdown"}).raise_for_status().text
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = RESULTS / args.name
+    Path(f"{stem}.csv").write_text(api.get(grid, params={"format": "csv"}).raise_for_status().text)
+    Path(f"{stem}.png").write_bytes(
+        api.get(grid, params={"format": "png"}).raise_for_status().content
+    )
+    spec = api.get(f"/v1/search-spaces/{sweep['preset']}").raise_for_status().json()["spec"]
+    Path(f"{stem}-spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    per_trial = trials(api, args.sweep_id)
+    buffer = io.StringIO()
+    per_trial.to_csv(buffer, index=False, float_format="%.4f")
+    Path(f"{stem}-trials.csv").write_text(buffer.getvalue())
+
+    started = datetime.fromisoformat(sweep["started_at"].replace("Z", "+00:00"))
+    finished = datetime.fromisoformat(sweep["finished_at"].replace("Z", "+00:00"))
+    wall = (finished - started).total_seconds()
+    hours = trial_hours(args.tracking_uri, list(per_trial["run_id"]))
+    links = sweep.get("links") or {}
+    counts = sweep["trials"]
+    spec_file, trials_file = f"{args.name}-spec.yaml", f"{args.name}-trials.csv"
+    run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, preset `{sweep["preset"]}`), submitted over
+REST to a running `dicesweep serve` and read back through its API; MLflow experiment
+`dicesweep` ({links.get("mlflow_experiment", "no link")}), parent run
+{links.get("mlflow_run", "no link")}.
+
+- {sweep["trial_count"]} trials: {counts["done"]} finished, {counts["failed"]} failed.
+- Wall time {wall / 60:.1f} min (started {sweep["started_at"]}, finished {sweep["finished_at"]}),
+  {hours:.2f} trial-hours, on {machine_description()}, CPU only, 2 trials at a time (it
+  shared the machine's Ray head with the other studies submitted with it).
+- The exact spec: [{spec_file}]({spec_file}); one line per trial: [{trials_file}]({trials_file});
+  the cells: [{args.name}.csv]({args.name}.csv)."""
+    path = Path(f"{stem}.md")
+    if not path.exists():
+        path.write_text(f"# {sweep['name']}\n")
+    write_section(path, "The run", run)
+    write_section(path, "The table", f"{markdown}\n\n![{args.name}]({args.name}.png)")
+    if len(spec["task"]["variant"]) > 1:
+        datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", "../shared/data"))
+        write_section(path, "The training sets", class_ratios(spec, datasets))
+    print(f"wrote {path}: {wall / 60:.1f} min, {hours:.2f} trial-hours")
+
+
+if __name__ == "__main__":
+    main()
