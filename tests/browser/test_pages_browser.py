@@ -230,8 +230,18 @@ def test_the_sweep_page_follows_a_running_sweep_to_its_final_table(
     grid = page.locator("table.grid")
     expect(grid.locator("tbody tr")).to_have_count(len(losses))
     expect(grid.locator("tbody tr").first).to_contain_text("ce")
-    expect(grid).to_contain_text("±")
-    expect(grid.locator("caption")).to_contain_text("mean ± std over 2 seed(s)")
+    expect(grid.locator("caption")).to_contain_text("mean ± std over")
+    # Each cell as the API's grid has it: a mean over its seeds, or the count of its
+    # seeds whose model collapsed (tiny-bert on 64 pairs often predicts one class).
+    table = service.http.get(f"/v1/sweeps/{sweep_id}/grid").json()
+    for row, cell in zip(grid.locator("tbody tr").all(), table["cells"], strict=True):
+        if cell["collapsed"]:
+            expect(row).to_contain_text(f"[{cell['collapsed']} collapsed]")
+        if cell["count"]:
+            expect(row).to_contain_text(f"{cell['mean']:.2f}")
+    collapsed = page.locator("ul.collapsed li")
+    expect(collapsed).to_have_count(len(table["collapsed"]))
+    expect(page.locator("p.baselines")).to_contain_text("Trivial baseline F1")
     expect(page.locator("table.trials:not(.running) tbody tr")).to_have_count(2 * len(losses))
     plot = page.locator("img.plot")
     expect(plot).to_be_visible()
