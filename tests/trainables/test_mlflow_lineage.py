@@ -4,6 +4,7 @@ trial's name and params lined up across losses."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -179,12 +180,12 @@ def test_a_collapsed_trial_is_finished_with_the_reason_in_its_run(
     logger = TrialLogger(link, client)
     config = trial_config(spec, sweep_id, {"name": "dsc", "alpha": 0.1})
 
-    class Trial:  # what Tune hands the hook
-        trial_id = "t-collapsed"
-        last_result = {"step": 8, "eval_f1": 81.2, "eval_distinct_predictions": 1.0}
-
-    Trial.config = config  # type: ignore[attr-defined]
-    logger.on_trial_complete(0, [], Trial())
+    trial = SimpleNamespace(  # what Tune hands the hook
+        trial_id="t-collapsed",
+        config=config,
+        last_result={"step": 8, "eval_f1": 81.2, "eval_distinct_predictions": 1.0},
+    )
+    logger.on_trial_complete(0, [], trial)
     logger.flush()
     run = client.get_run(logger.run_id("t-collapsed", config))
     assert run.info.status == "FINISHED"

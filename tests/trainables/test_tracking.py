@@ -81,3 +81,30 @@ def test_the_table_as_parent_metrics_with_safe_names() -> None:
     assert metrics["grid/ce/original/std"] == pytest.approx(2**0.5)
     assert "grid/ce/original/delta" not in metrics  # the baseline has none
     assert len(metrics) == 2 + 4 * 2 + 2
+
+
+def test_a_cell_with_collapsed_seeds_counts_them_on_the_parent() -> None:
+    import pandas as pd
+
+    from search_spaces.reports import paper_table
+    from trainables.driver.reports import table_metrics
+
+    rows = pd.DataFrame(
+        [
+            {
+                "loss": loss,
+                "loss_name": loss,
+                "dataset": "mrpc",
+                "variant": "original",
+                "seed": seed,
+                "eval_f1": f1,
+                "eval_baseline_f1": 81.2,
+                "eval_distinct_predictions": 1.0 if f1 == 81.2 else 2.0,
+            }
+            for loss, seed, f1 in (("ce", 0, 84.0), ("ce", 1, 86.0), ("dsc", 0, 81.2))
+        ]
+    )
+    metrics = table_metrics(paper_table(rows))
+    assert metrics["grid/ce/mrpc/mean"] == 85.0
+    assert metrics["grid/dsc/mrpc/collapsed"] == 1.0
+    assert "grid/dsc/mrpc/mean" not in metrics and "best_eval_f1/dsc" not in metrics

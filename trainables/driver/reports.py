@@ -103,9 +103,13 @@ def table_metrics(table: pd.DataFrame) -> dict[str, float]:
     """The table as MLflow metrics of the parent run, so the runs list compares sweeps:
     ``best_<metric>/<row>`` (the row's best cell mean, e.g. a loss's best over the
     variants) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
-    value; labels are made metric-name safe (``metric_key``)."""
+    value, ``grid/<row>/<column>/collapsed`` for every cell with collapsed seeds (left
+    out of its mean); labels are made metric-name safe (``metric_key``)."""
     metric = table.attrs["metric"]
-    metrics: dict[str, float] = {}
+    metrics: dict[str, float] = {
+        f"grid/{metric_key(row)}/{metric_key(column)}/collapsed": float(count)
+        for (row, column), count in (table.attrs.get("collapsed_cells") or {}).items()
+    }
     for row in table.index:
         means = table.loc[row].xs("mean", level="stat").astype(float)
         if means.notna().any():
