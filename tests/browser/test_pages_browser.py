@@ -312,6 +312,8 @@ def test_the_mlflow_links_open_the_right_runs(
     trial_rows = runs.locator(".ag-row", has_text="seed=")
     expect(trial_rows).to_have_count(int(str(service.sweep(sweep_id)["trial_count"])))
     runs.locator("input[value=CHART]").evaluate("radio => radio.click()")
+    # The trials' F1 charts, found as a user would among the parent's grid/... ones.
+    runs.get_by_placeholder("Search metric charts").fill("eval_f1")
     expect(runs.get_by_text("best_eval_f1").first).to_be_visible(timeout=30_000)
     runs.wait_for_timeout(2000)  # the charts animate in
     runs.screenshot(path=screenshots / "mlflow-compare.png")
