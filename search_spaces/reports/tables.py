@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
-from search_spaces.reports.formats import STATS, format_value, ordered
+from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
 
 METRICS = (
     "eval_f1",
@@ -231,6 +231,9 @@ def paper_table(
         }
         for i, reason in collapsed.items()
     ]
+    table.attrs["collapsed"].sort(
+        key=lambda e: (str(e["loss"]), str(e["dataset"]), sort_key(e["variant"]), e["seed"])
+    )
     table.attrs["collapsed_cells"] = (
         rows.loc[collapsed.index].groupby([rows_key, cols_key]).size().to_dict()
     )
