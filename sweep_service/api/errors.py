@@ -41,6 +41,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     # The API's own.
     "invalid_spec": 422,  # the sweep spec, its data sets or its model path
     "invalid_request": 422,  # a body, query or header of the wrong shape
+    "unreadable_body": 400,  # not UTF-8, or JSON nested too deeply to parse
     "unknown_preset": 404,
     "no_results": 409,  # a grid asked of a sweep without finished trials
     "method_not_allowed": 405,
@@ -129,12 +130,23 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
             for item in error.errors()
         ]
         return error_response("invalid_request", details)
+    if isinstance(error, StarletteHTTPException) and error.status_code == 400:
+        return error_response("unreadable_body", _unreadable(error.__cause__))
     if isinstance(error, StarletteHTTPException):  # the framework's: unknown path, method
         code = _CODE_BY_FRAMEWORK_STATUS.get(error.status_code, "http_error")
         return error_response(code, error.detail, error.headers, status=error.status_code)
     # A lookup error's str() is its repr; its message is the first argument.
     detail = str(error.args[0]) if error.args else str(error)
     return error_response(_code_of(error), detail)
+
+
+def _unreadable(cause: BaseException | None) -> str:
+    """Why FastAPI could not parse a body (it raises a bare 400 from the cause)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not UTF-8 text: {cause.reason} at byte {cause.start}"
+    if isinstance(cause, RecursionError):
+        return "the body's arrays or objects are nested too deeply to parse"
+    return "the body could not be parsed as JSON"
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,0 +1,186 @@
+"""Hostile submissions, one table: each gets a 4xx whose message names the field and the
+rule, and nothing is stored or sent to the cluster. ``docs/reliability.md`` counts
+this table's rows (``pytest tests/service/test_hostile_input.py``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+import search_spaces.presets
+from tests.service.api_fixtures import MakeApi, stored_sweeps
+
+SMOKE = {"extends": "smoke"}
+LIMIT = 64 * 1024  # the request limit these tests run under (max_request_bytes)
+
+
+def nested(depth: int) -> bytes:
+    return b'{"extends": "smoke", "description": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def own_data(path: str) -> dict[str, Any]:
+    task = {"kind": "ner", "dataset": {"path": path, "format": "conll"}, "variant": "original"}
+    return {**SMOKE, "task": task}
+
+
+def losses(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**SMOKE, "search_space": {"losses": entries}}
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A request body (a spec, or raw bytes), and what its refusal must say."""
+
+    body: dict[str, Any] | bytes
+    status: int
+    field: str  # the refusal's loc, joined with dots ("" when the message names it)
+    words: str  # in the message
+    chunked: bool = False
+
+
+HOSTILE: dict[str, Hostile] = {
+    # Paths out of the data roots
+    "data-dotdot": Hostile(own_data("../outside"), 422, "task.dataset.0.path", "'..'"),
+    "data-absolute": Hostile(own_data("/etc"), 422, "task.dataset.0.path", "not under"),
+    "data-symlink": Hostile(own_data("link"), 422, "task.dataset.0.path", "symlinks"),
+    "data-home": Hostile(own_data("~root"), 422, "task.dataset.0.path", "not under"),
+    "model-system-file": Hostile({**SMOKE, "model": "/etc/passwd"}, 422, "model", "absolute"),
+    "model-dotdot": Hostile({**SMOKE, "model": "../../../etc/passwd"}, 422, "model", "'..'"),
+    "model-symlink": Hostile({**SMOKE, "model": "models/etc"}, 422, "model", "not under"),
+    # Import-like names where the spec takes a name from a closed list
+    "loss-import": Hostile(
+        losses([{"name": "torch.nn.CrossEntropyLoss"}]),
+        422,
+        "search_space.losses.0.name",
+        "unknown loss",
+    ),
+    "loss-dunder": Hostile(
+        losses([{"name": "__import__('os').system"}]),
+        422,
+        "search_space.losses.0.name",
+        "unknown loss",
+    ),
+    "dataset-import": Hostile(
+        {**SMOKE, "task": {"kind": None, "dataset": "os:system"}},
+        422,
+        "task.dataset",
+        "unknown dataset",
+    ),
+    "kind-import": Hostile(
+        {**SMOKE, "task": {"kind": "subprocess.run"}}, 422, "task.kind", "Input should be"
+    ),
+    "scheduler-import": Hostile(
+        {**SMOKE, "scheduler": {"kind": "ray.tune.schedulers.PBT"}},
+        422,
+        "scheduler.kind",
+        "Input should be",
+    ),
+    "name-shell": Hostile({**SMOKE, "name": "x; rm -rf /"}, 422, "name", "pattern"),
+    # Sizes
+    "million-trials": Hostile(
+        {
+            **losses([{"name": "focal", "gamma": g / 10} for g in range(100)]),
+            "seeds": list(range(10_000)),
+        },
+        422,
+        "",
+        "1000000 trials",
+    ),
+    "body-over-limit": Hostile({**SMOKE, "description": "x" * LIMIT}, 413, "", "exceeds the limit"),
+    "body-over-limit-chunked": Hostile(
+        {**SMOKE, "description": "x" * LIMIT}, 413, "", "exceeds the limit", chunked=True
+    ),
+    "deep-nesting": Hostile(nested(100_000), 413, "", "exceeds the limit"),
+    "nesting-in-limit": Hostile(nested(5_000), 400, "", "nested too deeply"),
+    "nesting-parsed": Hostile(nested(500), 422, "description", "valid string"),
+    # Numbers JSON allows and the spec does not
+    "nan": Hostile(
+        b'{"extends": "smoke", "training": {"learning_rate": NaN}}',
+        422,
+        "training.learning_rate",
+        "finite",
+    ),
+    "infinity": Hostile(
+        b'{"extends": "smoke", "training": {"learning_rate": Infinity}}',
+        422,
+        "training.learning_rate",
+        "finite",
+    ),
+    "huge-float": Hostile(
+        {**SMOKE, "training": {"learning_rate": 1e308}}, 422, "training.learning_rate", "less"
+    ),
+    "huge-int": Hostile({**SMOKE, "training": {"epochs": 10**30}}, 422, "training.epochs", "less"),
+    "negative-seed": Hostile({**SMOKE, "seeds": [-1]}, 422, "seeds", "[0,"),
+    "alpha-over-one": Hostile(
+        losses([{"name": "tversky", "alpha": 1.5, "beta": 0.5}]),
+        422,
+        "search_space.losses.0.alpha",
+        "less than or equal to 1",
+    ),
+    "negative-gamma": Hostile(
+        losses([{"name": "focal", "gamma": -1}]),
+        422,
+        "search_space.losses.0.gamma",
+        "greater than or equal to 0",
+    ),
+    "zero-epochs": Hostile({**SMOKE, "training": {"epochs": 0}}, 422, "training.epochs", "greater"),
+    "huge-batch": Hostile(
+        {**SMOKE, "training": {"batch_size": 10**9}}, 422, "training.batch_size", "less"
+    ),
+    "negative-cpus": Hostile(
+        {**SMOKE, "resources": {"cpus_per_trial": -1}}, 422, "resources.cpus_per_trial", "greater"
+    ),
+    # Text
+    "lone-surrogate": Hostile(
+        b'{"extends": "smoke", "description": "\\ud800"}', 422, "description", "lone surrogate"
+    ),
+    "not-utf8": Hostile(
+        b'{"extends": "smoke", "description": "\xff"}', 400, "", "not UTF-8 text: invalid start"
+    ),
+    # Presets
+    "preset-extends-itself": Hostile({"extends": "loop"}, 422, "extends", "cycle: loop -> loop"),
+    "unknown-preset": Hostile({"extends": "../smoke"}, 422, "extends", "unknown preset"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
+    make_api: MakeApi,
+    session_factory: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    case: str,
+) -> None:
+    hostile = HOSTILE[case]
+    api = make_api(max_request_bytes=LIMIT, max_trials=1000)
+    root = Path(api.settings.datasets_dir or "")
+    (root / "models").mkdir(exist_ok=True)
+    (root / "models" / "etc").symlink_to("/etc")
+    (tmp_path / "outside").mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")
+    loop = {"name": "loop", "extends": "loop"}
+    looping = {**search_spaces.presets.shared_presets(), "loop": loop}
+    monkeypatch.setattr(search_spaces.presets, "shared_presets", lambda: looping)
+
+    headers = {"content-type": "application/json"}
+    body = hostile.body
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    sent: Any = iter([content[:100], content[100:]]) if hostile.chunked else content
+    refused = api.client.post("/v1/sweeps", content=sent, headers=headers)
+
+    assert refused.status_code == hostile.status, refused.text
+    assert refused.headers["content-type"] == "application/json"
+    answer = refused.json()
+    if isinstance(answer["detail"], list):
+        issues = [(".".join(map(str, i["loc"][1:])), i["msg"]) for i in answer["detail"]]
+        assert any(loc == hostile.field and hostile.words in msg for loc, msg in issues), issues
+    else:
+        assert hostile.field == ""
+        assert hostile.words in answer["detail"], answer
+    assert stored_sweeps(session_factory) == 0
+    assert api.runner.submitted == []
