@@ -252,7 +252,8 @@ def validate_spec(
 def check_text(data: Any, path: str = "") -> None:
     """Refuse text that is not valid Unicode anywhere in ``data`` (keys included): a
     lone surrogate such as ``"\\ud800"``, which JSON may carry but no UTF-8 store, log
-    or response can hold. The message names the field, never the text.
+    or response can hold, or a NUL, which PostgreSQL cannot. The message names the
+    field, never the text.
 
     Raises:
         SpecError: one issue per such string.
@@ -263,7 +264,10 @@ def check_text(data: Any, path: str = "") -> None:
 
 
 def _bad_text(data: Any, path: str) -> Iterator[SpecIssue]:
-    rule = "text must be valid Unicode: a lone surrogate (e.g. \\ud800) cannot be stored"
+    rule = (
+        "text must be valid Unicode without NUL: a lone surrogate (e.g. \\ud800) or "
+        "\\u0000 cannot be stored"
+    )
     if isinstance(data, str):
         if not _encodable(data):
             yield SpecIssue(path, rule)
@@ -280,8 +284,10 @@ def _bad_text(data: Any, path: str) -> Iterator[SpecIssue]:
 
 
 def _encodable(text: str) -> bool:
+    """Whether every store can hold ``text``: UTF-8 encodable, and no NUL (PostgreSQL's
+    text and jsonb refuse it)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return True
+    return "\x00" not in text

@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from search_spaces.errors import SpecError, SpecIssue
@@ -61,6 +62,35 @@ CODE_BY_EXCEPTION: Final[tuple[tuple[type[Exception], str], ...]] = (
 # Codes for the framework's own refusals (an unknown path or method).
 _CODE_BY_FRAMEWORK_STATUS: Final[dict[int, str]] = {404: "not_found", 405: "method_not_allowed"}
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+class Issue(BaseModel):
+    """One field and the rule it breaks."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error's body: a message, or for invalid input each field and rule."""
+
+    detail: str | list[Issue]
+    code: str
+
+
+# What every /v1 route may answer besides its own: the OpenAPI document lists them.
+COMMON_ERRORS: Final[dict[int, str]] = {
+    400: "an unreadable body (not UTF-8, nested too deeply) or a page token no page gave",
+    401: "no API key, or a wrong or revoked one",
+    422: "a body, query or header of the wrong shape: each field and the rule it breaks",
+    503: "the store or MLflow does not answer; retry",
+}
+
+
+def documented(descriptions: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for error statuses, each with the error body's schema."""
+    return {code: {"model": ErrorBody, "description": text} for code, text in descriptions.items()}
 
 
 class ApiError(StarletteHTTPException):

@@ -5,16 +5,66 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from search_spaces.presets import preset_names
+from search_spaces.spec import SweepSpec
 from sweep_service.store import Sweep, SweepStatus
 
 ParamValue = bool | int | float | str
 
 
+def submission_schema() -> dict[str, Any]:
+    """``SweepSpec``'s JSON schema as a submission reads: a spec merged over the preset
+    it ``extends``, so no field of a merged mapping is required (a list, a loss entry
+    among them, replaces the preset's whole and keeps its required fields). Its
+    definitions are written in place, so the schema stands alone in the OpenAPI
+    document."""
+    schema = SweepSpec.model_json_schema()
+    definitions = schema.pop("$defs")
+
+    def inline(node: Any, merged: bool) -> Any:
+        if isinstance(node, list):
+            return [inline(item, False) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = definitions[node["$ref"].rsplit("/", 1)[-1]]
+            return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}}, merged)
+        out = {}
+        for key, value in node.items():
+            if key == "properties":
+                out[key] = {name: inline(field, merged) for name, field in value.items()}
+            elif key == "required" and merged:
+                continue
+            else:
+                out[key] = inline(value, False)
+        return out
+
+    submission: dict[str, Any] = inline(schema, True)
+    submission["title"] = "SweepCreate"
+    submission["properties"]["extends"] = {
+        "type": "string",
+        "enum": preset_names(),
+        "description": "the preset this spec is merged over (GET /v1/search-spaces)",
+    }
+    # Without a preset to merge over, the spec must be whole.
+    submission["anyOf"] = [{"required": ["extends"]}, {"required": schema["required"]}]
+    return submission
+
+
+SUBMISSION = submission_schema()
+
+
 class SweepCreate(RootModel[dict[str, Any]]):
-    """A sweep spec: the same shape as a YAML spec file, e.g. ``{"extends": "smoke"}``.
-    Validated as a whole by ``search_spaces.presets.resolve_spec``."""
+    """A sweep spec: the same shape as a YAML spec file, e.g. ``{"extends": "smoke"}``,
+    its fields merged over the preset it ``extends``. The schema describes each field
+    and its bounds; the rules across fields (a grid's size, a metric the task reports,
+    data sets and models that exist) are checked by
+    ``search_spaces.presets.resolve_spec`` and the submission checks, each refusal a
+    422 naming the field."""
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: schema.update(SUBMISSION))
 
 
 class SweepLinks(BaseModel):

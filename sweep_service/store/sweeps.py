@@ -100,8 +100,8 @@ def create_sweep(
     checked (idempotency key, quotas) and written one at a time.
 
     Raises:
-        InvalidArgumentError: an empty ``idempotency_key``, or one over
-            ``IDEMPOTENCY_KEY_LENGTH`` characters.
+        InvalidArgumentError: an empty ``idempotency_key``, one over
+            ``IDEMPOTENCY_KEY_LENGTH`` characters or one holding a NUL.
         NotFoundError: no owner has that id.
         IdempotencyMismatchError: the owner used ``idempotency_key`` with another spec.
         QuotaExceededError: too many trials or GPUs per trial, or too many active sweeps.
@@ -109,9 +109,9 @@ def create_sweep(
             ``idempotency_key`` first (nothing written; submitting again answers).
     """
     key = idempotency_key
-    if key is not None and not 1 <= len(key) <= IDEMPOTENCY_KEY_LENGTH:
+    if key is not None and (not 1 <= len(key) <= IDEMPOTENCY_KEY_LENGTH or "\x00" in key):
         raise InvalidArgumentError(
-            f"an Idempotency-Key has 1 to {IDEMPOTENCY_KEY_LENGTH} characters"
+            f"an Idempotency-Key has 1 to {IDEMPOTENCY_KEY_LENGTH} characters, none NUL"
         )
     digest = spec_digest(draft.spec)
     with committing(session, conflict="a sweep with the generated id exists; submit again"):
@@ -181,6 +181,8 @@ def get_sweep(session: Session, owner_id: int, sweep_id: str) -> Sweep:
     Raises:
         NotFoundError: no such sweep, or it belongs to another owner (the same answer).
     """
+    if "\x00" in sweep_id:  # no stored id has one, and PostgreSQL refuses it in a query
+        raise NotFoundError(f"no sweep {sweep_id!r}")
     query = select(Sweep).where(Sweep.id == sweep_id, Sweep.owner_id == owner_id)
     sweep = session.scalars(query).one_or_none()
     if sweep is None:

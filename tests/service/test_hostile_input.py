@@ -139,6 +139,10 @@ HOSTILE: dict[str, Hostile] = {
     "lone-surrogate": Hostile(
         b'{"extends": "smoke", "description": "\\ud800"}', 422, "description", "lone surrogate"
     ),
+    "nul-in-text": Hostile(
+        b'{"extends": "smoke", "description": "a\\u0000b"}', 422, "description", "without NUL"
+    ),
+    "nul-in-key": Hostile(b'{"extends": "smoke", "\\u0000": 1}', 422, "'\\x00'", "without NUL"),
     "not-utf8": Hostile(
         b'{"extends": "smoke", "description": "\xff"}', 400, "", "not UTF-8 text: invalid start"
     ),
@@ -184,3 +188,17 @@ def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
         assert hostile.words in answer["detail"], answer
     assert stored_sweeps(session_factory) == 0
     assert api.runner.submitted == []
+
+
+def test_a_nul_in_an_id_or_a_header_is_a_clean_4xx_on_every_store(
+    make_api: MakeApi, session_factory: sessionmaker[Session]
+) -> None:
+    # Seen: PostgreSQL refuses a NUL in a query parameter, and the API answered 500.
+    api = make_api()
+    for path in ("/v1/sweeps/a%00b", "/v1/sweeps/a%00b/trials", "/v1/grid?ids=a%00b"):
+        assert api.client.get(path).status_code == 404, path
+    assert api.client.post("/v1/sweeps/a%00b/cancel").status_code == 404
+    keyed = api.client.post("/v1/sweeps", json=SMOKE, headers={"Idempotency-Key": "a\x00b"})
+    assert keyed.status_code == 400, keyed.text
+    assert "none NUL" in keyed.json()["detail"]
+    assert stored_sweeps(session_factory) == 0

@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from sweep_service.api.deps import OwnerDep, SessionDep, TrackingDep
-from sweep_service.api.errors import ApiError
+from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.grid import MAX_MERGED_SWEEPS, MEDIA_TYPES, GridFormat, grid_of, render
 from sweep_service.api.trials import from_mlflow
 from sweep_service.results import merged_rows
 from sweep_service.store import get_sweep
 
-router = APIRouter(prefix="/grid", tags=["sweeps"])
+router = APIRouter(prefix="/grid", tags=["sweeps"], responses=documented(COMMON_ERRORS))
 
 IdsQuery = Annotated[
     list[str],
@@ -27,9 +27,13 @@ IdsQuery = Annotated[
     response_class=Response,
     responses={
         200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
-        404: {"description": "an id that is no sweep of the caller's (named)"},
-        409: {"description": "none of the sweeps has a finished trial yet"},
-        422: {"description": f"more than {MAX_MERGED_SWEEPS} ids; an unknown rows, cols, metric"},
+        **documented(
+            {
+                404: "an id that is no sweep of the caller's (named)",
+                409: "none of the sweeps has a finished trial yet",
+                422: f"more than {MAX_MERGED_SWEEPS} ids; an unknown rows, cols, metric",
+            }
+        ),
     },
 )
 def read_merged_grid(

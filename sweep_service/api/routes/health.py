@@ -8,13 +8,13 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweep_service.api.deps import MetricsDep, OwnerDep, SessionDep
-from sweep_service.api.errors import ApiError
+from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.schemas import HealthPublic
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", responses={503: {"description": "the store does not answer"}})
+@router.get("/healthz", responses=documented({503: "the store does not answer"}))
 def healthz(session: SessionDep) -> HealthPublic:
     """Whether the service and its store answer (a trivial query)."""
     try:
@@ -24,7 +24,11 @@ def healthz(session: SessionDep) -> HealthPublic:
     return HealthPublic(status="ok")
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses=documented({401: COMMON_ERRORS[401], 503: COMMON_ERRORS[503]}),
+)
 def metrics(owner: OwnerDep, collected: MetricsDep) -> Response:
     """Request counts and latencies by route template and status, sweeps submitted."""
     return Response(collected.render(), media_type=CONTENT_TYPE_LATEST)

@@ -7,9 +7,12 @@ from fastapi import APIRouter
 from search_spaces.presets import get_preset, list_presets
 from search_spaces.spec import trial_count
 from sweep_service.api.deps import OwnerDep
+from sweep_service.api.errors import COMMON_ERRORS, documented
 from sweep_service.api.schemas import SearchSpaceDetail, SearchSpacePublic, SearchSpacesPublic
 
-router = APIRouter(prefix="/search-spaces", tags=["search spaces"])
+router = APIRouter(
+    prefix="/search-spaces", tags=["search spaces"], responses=documented(COMMON_ERRORS)
+)
 
 
 @router.get("")
@@ -20,7 +23,7 @@ def read_search_spaces(owner: OwnerDep) -> SearchSpacesPublic:
     return SearchSpacesPublic(data=data, count=len(data))
 
 
-@router.get("/{name}", responses={404: {"description": "no such preset; the valid names"}})
+@router.get("/{name}", responses=documented({404: "no such preset; the valid names"}))
 def read_search_space(name: str, owner: OwnerDep) -> SearchSpaceDetail:
     """The preset ``name`` resolved into a whole spec (its ``extends`` applied)."""
     spec = get_preset(name)

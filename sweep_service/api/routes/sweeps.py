@@ -16,6 +16,7 @@ from sweep_service.api.deps import (
     SweepDep,
     TrackingDep,
 )
+from sweep_service.api.errors import COMMON_ERRORS, documented
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, render
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
@@ -42,7 +43,8 @@ from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
-router = APIRouter(prefix="/sweeps", tags=["sweeps"])
+router = APIRouter(prefix="/sweeps", tags=["sweeps"], responses=documented(COMMON_ERRORS))
+NOT_FOUND = {404: "no such sweep, or another owner's"}
 
 # One example request per preset in the OpenAPI page: each runs as it stands.
 PRESET_EXAMPLES: dict[str, Any] = {
@@ -54,6 +56,7 @@ IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
+        min_length=1,
         max_length=IDEMPOTENCY_KEY_LENGTH,
         description="a retry with the same key and body returns the first sweep (200)",
     ),
@@ -84,8 +87,15 @@ def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, Non
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {"model": SweepPublic, "description": "a retry: the sweep of the first request"},
-        422: {"description": "invalid spec (each field and rule), or a reused Idempotency-Key"},
-        429: {"description": "a quota (trials per sweep, GPUs per trial, concurrent sweeps)"},
+        **documented(
+            {
+                404: "an unknown preset in extends",
+                413: "a body over DICESWEEP_MAX_REQUEST_BYTES, or a resolved spec over "
+                "DICESWEEP_MAX_SPEC_BYTES",
+                422: "an invalid spec (each field and rule), or a reused Idempotency-Key",
+                429: "a quota (trials per sweep, GPUs per trial, concurrent sweeps)",
+            }
+        ),
     },
 )
 def create_sweep(
@@ -120,7 +130,7 @@ def read_sweeps(
     return SweepsPublic(data=data, count=page.total, next_page_token=page.next_page_token)
 
 
-@router.get("/{sweep_id}", responses={404: {"description": "no such sweep, or another owner's"}})
+@router.get("/{sweep_id}", responses=documented(NOT_FOUND))
 def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
     """A sweep with its trials by state and its best trial so far, as the service last
     read them from MLflow (``trials_as_of``; every few seconds while it runs)."""
@@ -133,7 +143,7 @@ def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
     )
 
 
-@router.get("/{sweep_id}/trials")
+@router.get("/{sweep_id}/trials", responses=documented(NOT_FOUND))
 def read_trials(
     sweep: SweepDep,
     tracking: TrackingDep,
@@ -154,8 +164,13 @@ def read_trials(
     response_class=Response,
     responses={
         200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
-        409: {"description": "no finished trials yet"},
-        422: {"description": "an unknown rows, cols or metric (the valid ones are listed)"},
+        **documented(
+            {
+                **NOT_FOUND,
+                409: "no finished trials yet",
+                422: "an unknown rows, cols or metric (the valid ones are listed)",
+            }
+        ),
     },
 )
 def read_grid(
@@ -177,10 +192,13 @@ def read_grid(
 
 @router.post(
     "/{sweep_id}/cancel",
-    responses={
-        409: {"description": "the sweep has finished"},
-        503: {"description": "the cluster did not take the stop request; retry"},
-    },
+    responses=documented(
+        {
+            **NOT_FOUND,
+            409: "the sweep has finished",
+            503: "the store or the cluster did not answer (the stop request); retry",
+        }
+    ),
 )
 def cancel(sweep: SweepDep, session: SessionDep, runner: RunnerDep) -> SweepPublic:
     """Ask the sweep to stop: ``cancelling`` until its job has stopped, or straight to
