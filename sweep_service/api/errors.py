@@ -22,6 +22,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from search_spaces.errors import SpecError, SpecIssue
@@ -152,6 +153,9 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
     """Every handled refusal, answered from the table."""
     if isinstance(error, SpecError):
         return error_response("invalid_spec", issue_details(error.issues))
+    if isinstance(error, OperationalError | InterfaceError):  # the server, not the query
+        reason = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
+        return error_response("store_unavailable", f"the store does not answer ({reason}); retry")
     if isinstance(error, ApiError):
         return error_response(error.code, error.body, error.headers)
     if isinstance(error, RequestValidationError):
@@ -181,6 +185,13 @@ def _unreadable(cause: BaseException | None) -> str:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every known refusal from the table, in the one error body."""
-    kinds = (StoreError, RequestValidationError, StarletteHTTPException, *dict(CODE_BY_EXCEPTION))
+    kinds = (
+        StoreError,
+        RequestValidationError,
+        StarletteHTTPException,
+        OperationalError,
+        InterfaceError,
+        *dict(CODE_BY_EXCEPTION),
+    )
     for kind in kinds:
         app.add_exception_handler(kind, _handle)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sweep_service.store.errors import ConflictError
 
 SQLITE_BUSY_TIMEOUT_S = 15.0  # how long a transaction waits for SQLite's one write lock
+CONNECT_TIMEOUT_S = 5  # how long a connection to a PostgreSQL server is attempted
 # The connection option that makes a SQLite transaction start as a writer (``committing``).
 WRITE_OPTION = "dicesweep_write"
 
@@ -52,10 +53,17 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     idempotency key) is atomic. Other transactions start with a plain ``BEGIN`` and
     read a snapshot without any lock. ``engine_options`` go to
     ``sqlalchemy.create_engine``.
+
+    On PostgreSQL, a pooled connection is tested before use (a restarted server costs
+    one reconnect, not an error) and a connection attempt gives up after
+    ``CONNECT_TIMEOUT_S``.
     """
     url = normalise_url(database_url)
     if url.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True, **engine_options)
+        # A server that does not answer fails a request within the timeout, not never.
+        connect_args = {"connect_timeout": CONNECT_TIMEOUT_S}
+        connect_args.update(engine_options.pop("connect_args", {}))
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **engine_options)
     _create_sqlite_folder(url)
     connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
     engine = create_engine(url, connect_args=connect_args, **engine_options)
