@@ -61,12 +61,14 @@ def create_engine_for(database_url: str | URL, **engine_options: Any) -> Engine:
     url = normalise_url(database_url)
     if url.get_backend_name() != "sqlite":
         # A server that does not answer fails a request within the timeout, not never.
-        connect_args = {"connect_timeout": CONNECT_TIMEOUT_S}
-        connect_args.update(engine_options.pop("connect_args", {}))
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **engine_options)
+        server_args = {
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            **engine_options.pop("connect_args", {}),
+        }
+        return create_engine(url, pool_pre_ping=True, connect_args=server_args, **engine_options)
     _create_sqlite_folder(url)
-    connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
-    engine = create_engine(url, connect_args=connect_args, **engine_options)
+    file_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S}
+    engine = create_engine(url, connect_args=file_args, **engine_options)
     event.listen(engine, "connect", _configure_sqlite_connection)
     event.listen(engine, "begin", _begin)
     return engine
