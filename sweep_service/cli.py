@@ -156,6 +156,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 owner = store.get_owner_by_name(session, args.owner)
             except store.NotFoundError:
                 owner = store.create_owner(session, args.owner)
+            quotas = {q: getattr(args, q) for q in store.QUOTAS if getattr(args, q) is not None}
+            if quotas:
+                owner = store.set_quotas(session, owner.id, **quotas)
             issued = store.create_api_key(session, owner.id)
             print(issued.plain_key)
             print(
@@ -240,6 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
     create.add_argument("--owner", required=True)
+    for quota, kind in (
+        ("max_concurrent_sweeps", int),
+        ("max_trials_per_sweep", int),
+        ("max_gpus_per_trial", float),
+    ):
+        create.add_argument(
+            "--" + quota.replace("_", "-"),
+            dest=quota,
+            type=kind,
+            help="set the owner's quota (new or existing owner)",
+        )
     owned = keys_sub.add_parser("list", help="an owner's keys")
     owned.add_argument("--owner", required=True)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
@@ -267,11 +281,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run" and bool(args.spec) == bool(args.preset):
         build_parser().error("run: give a spec file or --preset, not both")
     from sweep_service.client import ClientError
+    from sweep_service.store.errors import StoreError
 
     try:
         sys.exit(args.handler(args))
-    except ClientError as error:
-        print(f"dicesweep {args.command}: {error}", file=sys.stderr)
+    except (ClientError, StoreError) as error:  # a refusal, said in one line
+        detail = error.args[0] if error.args else error
+        print(f"dicesweep {args.command}: {detail}", file=sys.stderr)
         sys.exit(1)
 
 

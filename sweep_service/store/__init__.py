@@ -40,7 +40,7 @@ from sweep_service.store.lifecycle import (
 )
 from sweep_service.store.migrate import upgrade
 from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus
-from sweep_service.store.owners import create_owner, get_owner_by_name
+from sweep_service.store.owners import QUOTAS, create_owner, get_owner_by_name, set_quotas
 from sweep_service.store.pages import SweepPage, list_sweeps
 from sweep_service.store.sweeps import (
     Submission,
@@ -52,6 +52,7 @@ from sweep_service.store.sweeps import (
 )
 
 __all__ = [
+    "QUOTAS",
     "ApiKey",
     "AuthenticationError",
     "ConflictError",
@@ -89,6 +90,7 @@ __all__ = [
     "record_progress",
     "record_resubmission",
     "revoke_api_key",
+    "set_quotas",
     "transition_sweep",
     "upgrade",
 ]

@@ -41,13 +41,40 @@ def create_owner(
         "max_trials_per_sweep": max_trials_per_sweep,
         "max_gpus_per_trial": max_gpus_per_trial,
     }
-    negative = [f"{quota}={value}" for quota, value in quotas.items() if value < 0]
-    if negative:
-        raise InvalidArgumentError(f"quotas cannot be negative: {', '.join(negative)}")
+    _check_quotas(quotas)
     owner = Owner(name=name, created_at=now or utc_now(), **quotas)
     with committing(session, conflict=f"an owner named {name!r} exists already"):
         session.add(owner)
     return owner
+
+
+def set_quotas(session: Session, owner_id: int, **quotas: float) -> Owner:
+    """Change some of the owner's quotas (``max_concurrent_sweeps``,
+    ``max_trials_per_sweep``, ``max_gpus_per_trial``), committed; running sweeps keep
+    running, and the next submission is checked against the new values.
+
+    Raises:
+        InvalidArgumentError: an unknown quota, or a negative one.
+        NotFoundError: no owner has that id.
+    """
+    unknown = sorted(set(quotas) - set(QUOTAS))
+    if unknown:
+        raise InvalidArgumentError(f"unknown quotas {unknown}; valid: {', '.join(QUOTAS)}")
+    _check_quotas(quotas)
+    with committing(session):
+        owner = lock_owner(session, owner_id)
+        for quota, value in quotas.items():
+            setattr(owner, quota, value)
+    return owner
+
+
+QUOTAS = ("max_concurrent_sweeps", "max_trials_per_sweep", "max_gpus_per_trial")
+
+
+def _check_quotas(quotas: dict[str, float]) -> None:
+    negative = [f"{quota}={value}" for quota, value in quotas.items() if value < 0]
+    if negative:
+        raise InvalidArgumentError(f"quotas cannot be negative: {', '.join(negative)}")
 
 
 def get_owner_by_name(session: Session, name: str) -> Owner:

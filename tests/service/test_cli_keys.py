@@ -66,3 +66,18 @@ def test_version_and_help_read_plainly(tmp_path: Path) -> None:
     assert "``" not in usage.stdout
     for command in ("submit", "list", "status", "trials", "cancel"):
         assert command in usage.stdout
+
+
+def test_an_operator_sets_an_owners_quotas_with_a_key(tmp_path: Path) -> None:
+    create = ("keys", "create", "--owner", "lab")
+    created = dicesweep(tmp_path, *create, "--max-concurrent-sweeps", "200")
+    assert created.returncode == 0, created.stderr
+    again = dicesweep(tmp_path, *create, "--max-gpus-per-trial", "0.5")
+    assert again.returncode == 0, again.stderr
+    url = f"sqlite:///{tmp_path / 'dicesweep.db'}"
+    with store.create_session_factory(store.create_engine_for(url))() as session:
+        owner = store.get_owner_by_name(session, "lab")
+        assert (owner.max_concurrent_sweeps, owner.max_gpus_per_trial) == (200, 0.5)
+    refused = dicesweep(tmp_path, *create, "--max-trials-per-sweep", "-1")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "quotas cannot be negative: max_trials_per_sweep=-1" in refused.stderr
