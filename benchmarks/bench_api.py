@@ -110,13 +110,16 @@ class Connection:
         self.writer.close()
 
 
-def raw_request(method: str, path: str, key: str, body: bytes = b"") -> bytes:
+def raw_request(
+    method: str, path: str, key: str, body: bytes = b"", headers: tuple[str, ...] = ()
+) -> bytes:
     lines = [
         f"{method} {path} HTTP/1.1",
         "Host: 127.0.0.1",
         f"Authorization: Bearer {key}",
         "Content-Type: application/json",
         f"Content-Length: {len(body)}",
+        *headers,
     ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 

@@ -7,7 +7,7 @@ module holds a global.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -58,8 +58,12 @@ def get_metrics(services: ServicesDep) -> ApiMetrics:
     return services.metrics
 
 
-def get_session(services: ServicesDep) -> Iterator[Session]:
-    """One store session per request, closed after the response."""
+async def get_session(services: ServicesDep) -> AsyncIterator[Session]:
+    """One store session per request, closed after the response. Opened and closed on
+    the event loop (it connects only when first used, by a route on the thread pool):
+    a request must never wait for a thread while holding a connection, or under load
+    the threads wait for connections and the connections for threads. For the same
+    reason the dependencies and routes end their transaction once they have read."""
     with services.session_factory() as session:
         yield session
 

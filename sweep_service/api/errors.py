@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from search_spaces.errors import SpecError, SpecIssue
@@ -156,6 +157,9 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, OperationalError | InterfaceError):  # the server, not the query
         reason = str(error.orig).strip().splitlines()[0] if error.orig else type(error).__name__
         return error_response("store_unavailable", f"the store does not answer ({reason}); retry")
+    if isinstance(error, PoolTimeoutError):
+        detail = "every connection to the store is in use (the service is overloaded); retry"
+        return error_response("store_unavailable", detail)
     if isinstance(error, ApiError):
         return error_response(error.code, error.body, error.headers)
     if isinstance(error, RequestValidationError):
@@ -191,6 +195,7 @@ def install_error_handlers(app: FastAPI) -> None:
         StarletteHTTPException,
         OperationalError,
         InterfaceError,
+        PoolTimeoutError,
         *dict(CODE_BY_EXCEPTION),
     )
     for kind in kinds:

@@ -8,17 +8,31 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from mlflow.tracking import MlflowClient
+from sqlalchemy import URL
 from sqlalchemy.orm import Session, sessionmaker
 
-from sweep_service.store import SweepStatus, create_api_key, create_owner, transition_sweep
-from tests.service.api_fixtures import MakeApi, bearer, stored_sweeps
+from sweep_service.api import create_app
+from sweep_service.settings import ServiceSettings
+from sweep_service.store import (
+    SweepStatus,
+    create_api_key,
+    create_engine_for,
+    create_owner,
+    create_session_factory,
+    transition_sweep,
+    upgrade,
+)
+from tests.service.api_fixtures import FakeRunner, MakeApi, bearer, stored_sweeps
 
 POISONED = b'{"extends": "smoke", "description": "before \\ud800 after"}'
 
@@ -132,3 +146,39 @@ def test_a_spec_over_the_limit_is_refused_at_submission(
     assert api.runner.submitted == []
     fits = {"extends": "smoke", "description": "x" * 200_000}
     assert api.client.post("/v1/sweeps", json=fits).status_code == 201
+
+
+def test_many_polling_clients_never_starve_the_connection_pool(
+    database_url: URL, tracking: MlflowClient, installed_datasets: Path, tmp_path: Path
+) -> None:
+    # Seen: under 70 concurrent clients every store connection was held by a request
+    # waiting for a thread, every thread waited for a connection, and requests took
+    # 30 s to 180 s (pool timeouts) where they take milliseconds.
+    engine = create_engine_for(database_url, pool_size=2, max_overflow=0, pool_timeout=5)
+    upgrade(engine)
+    settings = ServiceSettings(
+        home=tmp_path / "home",
+        datasets_dir=installed_datasets,
+        mlflow_tracking_uri=tracking.tracking_uri,
+        api_threads=2,
+    )
+    sessions = create_session_factory(engine)
+    app = create_app(settings, session_factory=sessions, runner=FakeRunner(), tracking=tracking)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    created = httpx.post(f"{base}/v1/sweeps", json={"extends": "smoke"}, timeout=60)
+    sweep = f"{base}/v1/sweeps/{created.json()['id']}"
+    paths = [f"{base}/v1/sweeps", sweep, f"{base}/healthz", f"{base}/v1/search-spaces"]
+    try:
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            answers = list(pool.map(lambda i: httpx.get(paths[i % 4], timeout=60), range(400)))
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        engine.dispose()
+    assert Counter(answer.status_code for answer in answers) == {200: 400}

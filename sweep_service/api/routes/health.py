@@ -19,6 +19,7 @@ def healthz(session: SessionDep) -> HealthPublic:
     """Whether the service and its store answer (a trivial query)."""
     try:
         session.execute(text("SELECT 1"))
+        session.commit()  # no connection held while the answer waits for a thread
     except SQLAlchemyError as error:
         raise ApiError("store_unavailable", "the store does not answer") from error
     return HealthPublic(status="ok")
