@@ -115,6 +115,11 @@ def main() -> None:
         "--api", default=os.environ.get("DICESWEEP_API_URL", "http://127.0.0.1:8000")
     )
     parser.add_argument("--tracking-uri", required=True)
+    parser.add_argument(
+        "--conditions",
+        default="the Ray head to itself",
+        help="what else ran on the machine meanwhile, said in the results",
+    )
     args = parser.parse_args()
     headers = {}
     if os.environ.get("DICESWEEP_API_KEY"):
@@ -152,8 +157,8 @@ REST to a running `dicesweep serve` and read back through its API; MLflow experi
 
 - {sweep["trial_count"]} trials: {counts["done"]} finished, {counts["failed"]} failed.
 - Wall time {wall / 60:.1f} min (started {sweep["started_at"]}, finished {sweep["finished_at"]}),
-  {hours:.2f} trial-hours, on {machine_description()}, CPU only, 2 trials at a time (it
-  shared the machine's Ray head with the other studies submitted with it).
+  {hours:.2f} trial-hours, on {machine_description()}, CPU only, 2 trials at a time
+  ({args.conditions}).
 - The exact spec: [{spec_file}]({spec_file}); one line per trial: [{trials_file}]({trials_file});
   the cells: [{args.name}.csv]({args.name}.csv)."""
     path = Path(f"{stem}.md")
