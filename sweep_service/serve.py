@@ -44,6 +44,7 @@ def job_environment(settings: ServiceSettings) -> dict[str, str]:
     A cluster's nodes carry their own settings (their images' environment: the data
     root, the tracking URI, the storage path), so nothing local to the API's machine
     is sent to one: the job runs ``python -m trainables.driver`` in the cluster's image.
+    Never the service's store URL, which may hold its password.
     """
     submitter = {SUBMITTER_ENV: json.dumps(stack_versions())}
     if settings.ray_jobs_url:
@@ -58,6 +59,9 @@ def job_environment(settings: ServiceSettings) -> dict[str, str]:
     )
     for joined in ("DICESWEEP_RAY_ADDRESS", "DICESWEEP_RAY_JOBS_URL"):
         env.pop(joined, None)  # drivers join the cluster their job runs on
+    # The service's own store (and its password): no driver reads it, and a job's
+    # environment is shown to anyone who can read the Jobs API.
+    env.pop("DICESWEEP_DATABASE_URL", None)
     return env
 
 
@@ -279,7 +283,12 @@ def serve(settings: ServiceSettings) -> None:
     from sweep_service.progress import close_open_runs, read_progress
     from sweep_service.reconciler import Reconciler
     from sweep_service.runner import RayJobRunner
-    from sweep_service.store import create_engine_for, create_session_factory, upgrade
+    from sweep_service.store import (
+        create_engine_for,
+        create_session_factory,
+        normalise_url,
+        upgrade,
+    )
 
     settings.home.mkdir(parents=True, exist_ok=True)
     upgrade(settings.database_url)
@@ -304,7 +313,8 @@ def serve(settings: ServiceSettings) -> None:
             ),
         )
         reconciler.start()
-        log.info("Ray Jobs at %s; store %s", address, settings.database_url)
+        shown = normalise_url(settings.database_url).render_as_string(hide_password=True)
+        log.info("Ray Jobs at %s; store %s", address, shown)
         # What start-up loaded (Ray, MLflow, SQLAlchemy: a few hundred thousand objects)
         # lives as long as the process; frozen, the garbage collector's full passes skip
         # it, instead of pausing every request in flight for tens of milliseconds.

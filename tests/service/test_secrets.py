@@ -1,0 +1,109 @@
+"""Secrets stay secret through a whole sweep: the API key, the store's database
+password and the Ray head's auth token appear in no log, no response, no MLflow param
+or tag, no job the Jobs API shows, and no process's command line, grepped after a
+real smoke sweep on ``dicesweep serve`` with a PostgreSQL store."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mlflow.tracking import MlflowClient
+from sqlalchemy import URL
+
+from search_spaces.lineage import EXPERIMENT
+from tests.service.test_e2e import CLI, Service, wait
+
+pytestmark = pytest.mark.data
+
+
+def command_lines() -> str:
+    """Every process's command line, as ``ps`` shows them to any user."""
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+
+
+def files_holding(root: Path, secret: str, skip: set[Path]) -> list[str]:
+    needle = secret.encode()
+    return [
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and path not in skip and needle in path.read_bytes()
+    ]
+
+
+@pytest.fixture
+def password_url(postgres_database: URL) -> Iterator[URL]:
+    """The test database's URL with a password in it (the test server trusts loopback,
+    so any password is accepted: what matters is where it could leak)."""
+    yield postgres_database.set(password=f"pw-{secrets.token_hex(12)}")
+
+
+def test_no_secret_leaves_its_place_during_a_sweep(
+    short_home: Path, datasets_dir: Path, password_url: URL
+) -> None:
+    password = str(password_url.password)
+    service = Service(short_home, datasets_dir)
+    service.env["DICESWEEP_DATABASE_URL"] = password_url.render_as_string(hide_password=False)
+    created = subprocess.run(
+        [*CLI, "keys", "create", "--owner", "alice"],
+        env=service.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    api_key = created.stdout.strip()
+    service.start()
+    try:
+        ray_token = (short_home / "ray" / "auth_token").read_text().strip()
+        secret_values = {"API key": api_key, "database password": password, "Ray token": ray_token}
+        headers = {"Authorization": f"Bearer {api_key}"}
+        answers: list[str] = []
+        listings: list[str] = []
+
+        def finished() -> bool:
+            listings.append(command_lines())
+            answer = service.http.get(f"/v1/sweeps/{sweep_id}", headers=headers)
+            answers.append(answer.text)
+            return answer.json()["status"] in ("succeeded", "failed")
+
+        submitted = service.http.post("/v1/sweeps", json={"extends": "smoke"}, headers=headers)
+        assert submitted.status_code == 201, submitted.text
+        sweep_id = submitted.json()["id"]
+        answers.append(submitted.text)
+        wait(finished, 420, "the smoke sweep")
+        for path in (f"/v1/sweeps/{sweep_id}/trials", "/v1/sweeps", "/metrics", "/openapi.json"):
+            answers.append(service.http.get(path, headers=headers).text)
+        refused = service.http.get("/v1/sweeps", headers={"Authorization": f"Bearer {api_key}x"})
+        answers.append(refused.text)
+        # What the cluster shows of the sweep's job: its runtime environment included.
+        jobs = httpx.get(
+            f"http://127.0.0.1:{service.env['DICESWEEP_RAY_DASHBOARD_PORT']}/api/jobs/",
+            headers={"Authorization": f"Bearer {ray_token}"},
+            timeout=30,
+        )
+        assert jobs.status_code == 200, jobs.text
+        assert sweep_id in jobs.text
+        answers.append(jobs.text)
+    finally:
+        service.stop()
+
+    client = MlflowClient(f"sqlite:///{short_home / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 3  # the sweep's parent run and its two trials
+    tracked = "\n".join(f"{run.data.params}\n{run.data.tags}" for run in runs)
+    # The token's own file, readable by its owner only, is where it belongs.
+    kept = {short_home / "ray" / "auth_token"}
+    for name, value in secret_values.items():
+        assert value not in "\n".join(answers), f"the {name} in an API answer"
+        assert value not in "\n".join(listings), f"the {name} in the process list"
+        assert value not in tracked, f"the {name} in MLflow"
+        assert files_holding(short_home, value, kept) == [], f"the {name} in these files"
+    assert os.stat(short_home / "ray" / "auth_token").st_mode & 0o077 == 0  # the owner's only
