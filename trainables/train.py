@@ -15,14 +15,19 @@ import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.datasets import get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
-from trainables.loop import CHECKPOINT_FILE, Reporter, fit
-from trainables.trial_data import DataRequest, load_trial_data
+
+if TYPE_CHECKING:
+    from trainables.loop import Reporter
+
+# torch and transformers are imported where a trial runs, never here: the sweep's
+# driver imports this module for ``train`` (Ray pickles it by reference) and, with
+# them, would hold about half a gigabyte it never uses.
 
 
 def parse_config(config: Mapping[str, Any]) -> TrialConfig:
@@ -39,6 +44,9 @@ def run_trial(
     config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
 ) -> dict[str, float]:
     """Load the data (cached), then fit; returns the final metrics."""
+    from trainables.loop import fit
+    from trainables.trial_data import DataRequest, load_trial_data
+
     settings = settings or DicesweepSettings()
     trial = parse_config(config)
     training = trial.training
@@ -109,6 +117,8 @@ class TerminalReporter:
         self._bar: Any = None
 
     def latest_checkpoint(self) -> Path | None:
+        from trainables.loop import CHECKPOINT_FILE
+
         folder = self.output_dir / "checkpoint"
         if self.resume and (folder / CHECKPOINT_FILE).exists():
             print(f"resuming from {folder}", file=sys.stderr)
@@ -116,6 +126,8 @@ class TerminalReporter:
         return None
 
     def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        from trainables.loop import CHECKPOINT_FILE
+
         target = self.output_dir / "checkpoint"
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(checkpoint_dir / CHECKPOINT_FILE, target / CHECKPOINT_FILE)

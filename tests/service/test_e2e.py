@@ -3,6 +3,7 @@ MLflow, sweeps submitted, watched, cancelled and carried across a restart over H
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import mlflow.artifacts
+import psutil
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
@@ -165,7 +167,17 @@ def check_smoke_sweep(service: Service) -> None:
     created = service.http.post("/v1/sweeps", json={"extends": "smoke", "description": description})
     assert created.status_code == 201, created.text
     sweep_id = created.json()["id"]
-    wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 420, "the sweep")
+    drivers: dict[int, bool] = {}  # the sweep's driver processes: whether torch was loaded
+
+    def finished() -> bool:
+        for process in psutil.process_iter(["cmdline"]):
+            if f"--sweep-id {sweep_id}" in " ".join(process.info["cmdline"] or []):
+                with contextlib.suppress(OSError):
+                    maps = Path(f"/proc/{process.pid}/maps").read_text()
+                    drivers[process.pid] = drivers.get(process.pid, False) or "libtorch" in maps
+        return service.sweep(sweep_id)["status"] in ("succeeded", "failed")
+
+    wait(finished, 420, "the sweep")
     sweep = service.sweep(sweep_id)
     assert sweep["status"] == "succeeded", sweep["message"][-3000:]
     assert sweep["trials"]["done"] == 2 and sweep["trials"]["failed"] == 0
@@ -191,6 +203,8 @@ def check_smoke_sweep(service: Service) -> None:
     # The trials trained with torch on Ray workers; the service itself never loaded it.
     assert service.process is not None
     assert "libtorch" not in Path(f"/proc/{service.process.pid}/maps").read_text()
+    # Nor did the sweep's driver: the trials' workers import torch, not the driver.
+    assert drivers and not any(drivers.values()), drivers
 
 
 def cli(service: Service, *args: str) -> subprocess.CompletedProcess[str]:

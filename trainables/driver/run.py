@@ -147,9 +147,14 @@ def build_tuner(
     sweep counts time from ``started_at`` (seconds since the epoch); a restored one
     keeps the start it was given first."""
     from ray import tune
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     from search_spaces.tune_search import to_param_space, trial_resources, tune_config_kwargs
     from trainables.train import train
+
+    # Tune's own result files (CSV, JSON), without its TensorBoard logger: tensorboardX
+    # imports torch, which the driver otherwise never loads (the trials' workers do).
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
     trainable = tune.with_resources(train, trial_resources(spec))
     path = f"{storage}/{sweep_id}"
@@ -164,7 +169,12 @@ def build_tuner(
         storage_path=storage,
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-        callbacks=[SweepProgress(spec.search.metric, trial_count(spec), started_at), logger],
+        callbacks=[
+            SweepProgress(spec.search.metric, trial_count(spec), started_at),
+            logger,
+            CSVLoggerCallback(),
+            JsonLoggerCallback(),
+        ],
         verbose=0,
     )
     return tune.Tuner(
@@ -176,11 +186,6 @@ def build_tuner(
         tune_config=tune.TuneConfig(**tune_config_kwargs(spec), reuse_actors=True),
         run_config=run_config,
     )
-
-
-def import_trainable() -> None:
-    """Import the trials' function and what it needs (torch, transformers)."""
-    import trainables.train  # noqa: F401
 
 
 def import_report_libraries() -> None:
@@ -216,16 +221,13 @@ def run(
     sweep_id = sweep_id or new_sweep_id(spec)
     log_file = settings.home / "logs" / f"{sweep_id}.log"
     print(f"sweep {sweep_id}: {trial_count(spec)} trials; Ray's log: {log_file}", file=sys.stderr)
-    # While Ray starts (seconds, mostly waiting on its processes), one thread sets up
-    # MLflow (import, store, parent run) and then imports the trainable's libraries
-    # (torch, transformers): both are imports that hold the GIL, so a thread each
-    # would only make them take turns.
+    # While Ray starts (seconds, mostly waiting on its processes), a thread sets up
+    # MLflow (import, store, parent run). The trials' libraries (torch, transformers)
+    # are never imported here: only the workers that run trials need them.
     with ThreadPoolExecutor(max_workers=1) as pool:
         tracking = pool.submit(open_tracking, settings, sweep_id, spec)
-        trainable = pool.submit(import_trainable)
         start_ray(settings, num_cpus)
         client, link = tracking.result()
-        trainable.result()
     experiment, parent = link.experiment_id, link.parent_run_id
     unschedulable = unschedulable_reason(spec)
     if unschedulable:  # no node could ever run a trial: fail now, not wait forever
