@@ -2,7 +2,8 @@
 Jobs REST API that ``ray.job_submission.JobSubmissionClient`` speaks (version, package
 upload, submit, status, stop), so the real service submits to it as to a cluster's
 head. A job is RUNNING once submitted and SUCCEEDED ``--finish-after`` seconds later;
-``GET /records`` says how often each submission id was submitted and stopped.
+``GET /records`` says how often each submission id was submitted and stopped, and
+how many requests were answered.
 
 For the load and scale benchmarks (``bench_load.py``): what they measure is the
 service, so the cluster must cost nothing and count everything.
@@ -31,6 +32,14 @@ def create_jobs_api(finish_after_s: float) -> FastAPI:
     submitted: Counter[str] = Counter()
     stopped: Counter[str] = Counter()
     packages: dict[str, int] = {}
+    answered = Counter[str]()
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Any) -> Response:
+        if request.url.path != "/records":
+            answered["requests"] += 1
+        response: Response = await call_next(request)
+        return response
 
     def status(job: dict[str, Any]) -> str:
         if job["status"] == "RUNNING" and time.monotonic() - job["at"] >= finish_after_s:
@@ -96,6 +105,7 @@ def create_jobs_api(finish_after_s: float) -> FastAPI:
                 "submitted": dict(submitted),
                 "stopped": dict(stopped),
                 "statuses": dict(Counter(status(job) for job in jobs.values())),
+                "requests": answered["requests"],
             }
 
     return app

@@ -22,18 +22,23 @@ BEST_BY = "eval_f1"  # what "best trial" means, whatever metric the search ranke
 
 
 def read_progress(
-    client: MlflowClient, sweep_id: str, parent_run_id: str | None = None
+    client: MlflowClient,
+    sweep_id: str,
+    parent_run_id: str | None = None,
+    experiment_id: str | None = None,
 ) -> TrialProgress:
-    """The progress of ``sweep_id`` as MLflow holds it now; ``parent_run_id``, when
-    already known, spares the search for the parent run.
+    """The progress of ``sweep_id`` as MLflow holds it now; ``parent_run_id`` and
+    ``experiment_id``, when already known, spare the searches for them (the reconciler
+    reads every active sweep each pass: one request per sweep, not three).
 
     Raises:
         mlflow.exceptions.MlflowException: the tracking store did not answer.
     """
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    if experiment is None:
-        return TrialProgress()
-    experiment_id = str(experiment.experiment_id)
+    if experiment_id is None:
+        experiment = client.get_experiment_by_name(EXPERIMENT)
+        if experiment is None:
+            return TrialProgress()
+        experiment_id = str(experiment.experiment_id)
     try:
         rows = trial_rows(client, sweep_id, experiment_id)
     except SweepNotFoundError:

@@ -307,7 +307,9 @@ def serve(settings: ServiceSettings) -> None:
             runner,
             settings.max_resubmissions,
             settings.reconcile_interval_s,
-            progress=lambda sweep: read_progress(tracking, sweep.id, sweep.mlflow_parent_run_id),
+            progress=lambda sweep: read_progress(
+                tracking, sweep.id, sweep.mlflow_parent_run_id, sweep.mlflow_experiment_id
+            ),
             close_runs=lambda sweep, status, reason: close_open_runs(
                 tracking, sweep.id, status, reason
             ),

@@ -195,6 +195,9 @@ def test_the_parent_run_is_searched_only_while_unknown(
     parent = write_parent(tracking, sweep.id)
     assert read_progress(tracking, sweep.id).mlflow_parent_run_id == parent
     assert read_progress(tracking, sweep.id, "known").mlflow_parent_run_id == "known"
+    # A known experiment id spares its lookup: one MLflow request per sweep and pass.
+    experiment = read_progress(tracking, sweep.id).mlflow_experiment_id
+    assert read_progress(tracking, sweep.id, "known", experiment).mlflow_experiment_id == experiment
 
 
 def test_cancelling_a_submitted_sweep_stops_its_current_job(
