@@ -50,7 +50,7 @@ def to_png(
     kind = kind or plot_kind(table)
     if kind not in plots:
         raise ValueError(f"unknown plot kind {kind!r}; valid: {', '.join(plots)}")
-    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    figure = Figure(figsize=_figure_size(table, kind), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     plots[kind](axes, table)
@@ -63,6 +63,36 @@ def to_png(
     return png
 
 
+LABEL_CHARS = 30  # a heatmap's row label is wrapped after its parameters at this width
+
+
+def wrap_label(label: str, width: int = LABEL_CHARS) -> str:
+    """A long loss label on several lines, broken after its commas:
+    ``dsc(alpha=0.01,classes=sum,`` / ``scope=example,smooth=1,`` / ``square=true)``."""
+    lines = [""]
+    for part in label.split(","):
+        piece = part if not lines[-1] else "," + part
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines[-1] += ","
+            lines.append(part)
+        else:
+            lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _figure_size(table: pd.DataFrame, kind: str) -> tuple[float, float]:
+    """Inches: a heatmap grows with its cells and its row labels, so no text overlaps."""
+    if kind != "heatmap":
+        return 7.0, 4.5
+    rows = [wrap_label(str(label)) for label in _cells(table).index]
+    columns = len(_cells(table).columns)
+    label_inches = 0.07 * max(len(line) for row in rows for line in row.split("\n"))
+    lines = sum(row.count("\n") + 1 for row in rows)
+    width = max(7.0, 2.5 + label_inches + 1.3 * columns)
+    height = max(4.5, 1.8 + 0.32 * max(lines, 2 * len(rows)))
+    return width, height
+
+
 def _stat(table: pd.DataFrame, stat: str) -> pd.DataFrame:
     return table.xs(stat, axis=1, level="stat").astype(float)
 
@@ -72,15 +102,17 @@ def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
     image = axes.imshow(means.to_numpy(), cmap="viridis", aspect="auto")
     axes.figure.colorbar(image, ax=axes, label=table.attrs["metric"])
     axes.set_xticks(range(len(cells.columns)), list(cells.columns), rotation=30, ha="right")
-    axes.set_yticks(range(len(cells.index)), list(cells.index))
+    axes.set_yticks(range(len(cells.index)), [wrap_label(str(label)) for label in cells.index])
     axes.set_xlabel(table.attrs["cols_key"])
     axes.set_ylabel(table.attrs["rows_key"])
     values = means.to_numpy()
     for i, label in enumerate(cells.index):
         for j, column in enumerate(cells.columns):
             red, green, blue, _ = image.cmap(image.norm(values[i, j]))
-            # Dark text on light cells: perceived luminance (ITU-R BT.601 weights).
-            dark = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+            # Dark text on light cells: perceived luminance (ITU-R BT.601 weights); a
+            # cell without a mean (every seed collapsed) is left white.
+            luminance = 0.299 * red + 0.587 * green + 0.114 * blue
+            dark = values[i, j] != values[i, j] or luminance > 0.5
             text = cells.at[label, column].replace(" (", "\n(")
             axes.text(
                 j, i, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"

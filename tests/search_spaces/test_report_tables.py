@@ -334,3 +334,28 @@ def test_row_from_trial() -> None:
         "eval_f1": 81.5,
         "eval_accuracy": 77.0,
     }
+
+
+def test_a_heatmap_of_long_loss_labels_wraps_them_and_grows_to_fit() -> None:
+    from PIL import Image
+
+    from search_spaces.reports.plots import wrap_label
+
+    official = "dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true)"
+    wrapped = "dsc(alpha=0.01,classes=sum,\nscope=example,smooth=1,\nsquare=true)"
+    assert wrap_label(official) == wrapped
+    assert wrap_label("focal(gamma=2)") == "focal(gamma=2)"
+    losses = ["ce", "wce(k=1)", "focal(gamma=2)", "dice(smooth=1)", official]
+    losses += ["tversky(alpha=0.3,beta=0.7,scope=set)", "dsc(alpha=0.1,scope=set,smooth=1)"]
+    rows = pd.DataFrame(
+        [
+            {"loss": loss, "dataset": dataset, "seed": seed, "eval_f1": 50.0 + seed + i}
+            for i, loss in enumerate(losses)
+            for dataset in ("conll2003", "ud_zh_gsd")
+            for seed in (0, 1)
+        ]
+    )
+    few = to_png(pivot_table(rows[rows["loss"].isin(losses[:3])], "loss", "dataset"))
+    many = to_png(pivot_table(rows, "loss", "dataset"))
+    (few_width, few_height), (width, height) = (Image.open(io.BytesIO(p)).size for p in (few, many))
+    assert width >= few_width and height > few_height  # each row keeps its room
