@@ -80,6 +80,7 @@ def test_every_operation_keeps_its_documented_contract(
             deadline=None,
             suppress_health_check=list(hypothesis.HealthCheck),
             database=None,
+            derandomize=True,  # the same requests on every run: CI never flakes on a new one
         )
         def keeps_contract(case: Case) -> None:
             response = case.call_and_validate(
