@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,9 +89,9 @@ def owner_key(url: str) -> str:
     return key
 
 
-def wait_until(check: object, what: str, timeout_s: float) -> None:
+def wait_until(check: Callable[[], bool], what: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what}: not within {timeout_s:.0f} s")
         time.sleep(0.5)

@@ -25,6 +25,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 
+def missing(job_id: str) -> JSONResponse:
+    """Ray's answer for an unknown job (the client reads "does not exist" as MISSING)."""
+    return JSONResponse({"message": f"Job {job_id} does not exist"}, status_code=404)
+
+
 def create_jobs_api(finish_after_s: float) -> FastAPI:
     app = FastAPI()
     lock = threading.Lock()
@@ -76,7 +81,7 @@ def create_jobs_api(finish_after_s: float) -> FastAPI:
         with lock:
             job = jobs.get(job_id)
             if job is None:
-                return JSONResponse({"message": f"Job {job_id} does not exist"}, status_code=404)
+                return missing(job_id)
             return JSONResponse(
                 {
                     "type": "SUBMISSION",
@@ -92,7 +97,7 @@ def create_jobs_api(finish_after_s: float) -> FastAPI:
         with lock:
             job = jobs.get(job_id)
             if job is None:
-                return JSONResponse({"message": f"Job {job_id} does not exist"}, status_code=404)
+                return missing(job_id)
             stopped[job_id] += 1
             was_running = status(job) == "RUNNING"
             job["status"] = "STOPPED" if was_running else job["status"]

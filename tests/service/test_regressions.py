@@ -5,7 +5,6 @@ where concurrency matters."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections import Counter
@@ -33,14 +32,9 @@ from sweep_service.store import (
     upgrade,
 )
 from tests.service.api_fixtures import FakeRunner, MakeApi, bearer, stored_sweeps
+from tests.tcp_proxy import free_port
 
 POISONED = b'{"extends": "smoke", "description": "before \\ud800 after"}'
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
