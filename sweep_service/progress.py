@@ -8,6 +8,7 @@ of the store however often clients poll, at most one reconciler interval behind.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -51,6 +52,7 @@ def read_progress(
         best_trial=best_trial(rows),
         mlflow_experiment_id=experiment_id,
         mlflow_parent_run_id=parent_run_id or _parent_run_id(client, experiment_id, sweep_id),
+        rows=json.loads(rows.to_json(orient="records")),  # NaN as null: JSON for the store
     )
 
 

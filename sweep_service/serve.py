@@ -300,6 +300,8 @@ def serve(settings: ServiceSettings) -> None:
         # A cluster runs the driver with its image's interpreter; a local head with ours.
         python = "python" if settings.ray_jobs_url else sys.executable
         runner = RayJobRunner(address, job_environment(settings), python=python)
+        for name, value in settings.mlflow_request_env().items():
+            os.environ.setdefault(name, value)
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))
         app = create_app(settings, session_factory=sessions, runner=runner, tracking=tracking)
         reconciler = Reconciler(

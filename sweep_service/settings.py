@@ -29,6 +29,18 @@ class ServiceSettings(DicesweepSettings):
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts
+    # How long the service waits for one MLflow request, never retried: then a route
+    # answers 503 tracking_unavailable and the progress pass is skipped. (MLflow's own
+    # default, 120 s and 7 retries with backoff, froze every sweep's status for minutes.)
+    mlflow_timeout_s: int = Field(5, ge=1, le=600)
+
+    def mlflow_request_env(self) -> dict[str, str]:
+        """The MLflow client's settings for the service's requests (environment
+        variables, the only way MLflow takes them); an operator's own values win."""
+        return {
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(self.mlflow_timeout_s),
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        }
 
     @property
     def loopback(self) -> bool:

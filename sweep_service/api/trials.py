@@ -36,17 +36,28 @@ def from_mlflow(read: Callable[[], T]) -> T:
         raise ApiError("tracking_unavailable", f"MLflow did not answer: {error.message}") from error
 
 
-def sweep_trials(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
-    """The trial rows of ``sweep_id`` (``results.trial_rows``), or an empty frame with
-    the order columns when the sweep has none yet.
+def sweep_trials(client: MlflowClient, sweep: Sweep) -> pd.DataFrame:
+    """The trial rows of ``sweep`` (``results.trial_rows``), or an empty frame with the
+    order columns when it has none yet. A finished sweep's come from the store, as they
+    were when it ended (``Sweep.trial_rows``), so they are served while MLflow is away.
 
     Raises:
         ApiError: ``tracking_unavailable``.
     """
+    if sweep.trial_rows is not None:
+        return pd.DataFrame(sweep.trial_rows, columns=_columns(sweep.trial_rows))
     try:
-        return from_mlflow(lambda: trial_rows(client, sweep_id))
+        return from_mlflow(lambda: trial_rows(client, sweep.id))
     except SweepNotFoundError:
         return pd.DataFrame(columns=[*TRIAL_ORDER, "status"])
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every column of ``rows`` in first-seen order, the order columns included."""
+    columns = dict.fromkeys([*TRIAL_ORDER, "status"])
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    return list(columns)
 
 
 def trial_counts(sweep: Sweep) -> TrialCounts:

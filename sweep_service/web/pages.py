@@ -135,7 +135,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
     experiment = experiment_base(services.settings.mlflow_ui, sweep)
     tracking_problem = None
     try:
-        rows = sweep_trials(services.tracking, sweep.id)
+        rows = sweep_trials(services.tracking, sweep)
     except ApiError as error:
         rows, tracking_problem = pd.DataFrame(columns=["status"]), str(error.body)
     grid = grid_html(rows, metric, sweep.name)

@@ -167,7 +167,7 @@ def test_a_grid_without_finished_trials_is_a_conflict(
     untracked = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers)
     assert untracked.status_code == 409
     assert untracked.json() == {
-        "detail": f"no trials found for sweep {sweep.id!r}",
+        "detail": f"sweep {sweep.id!r} has no finished trials yet",
         "code": "no_results",
     }
     write_trials(tracking, sweep.id, [FakeTrial({"name": "ce"}, status="RUNNING", eval_f1=50.0)])

@@ -31,13 +31,11 @@ from sweep_service.api.schemas import (
 from sweep_service.api.trials import (
     best_trial,
     experiment_base,
-    from_mlflow,
     mlflow_links,
     sweep_trials,
     trial_counts,
     trial_page,
 )
-from sweep_service.results import trial_rows
 from sweep_service.store import Sweep, list_sweeps
 from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
@@ -157,7 +155,7 @@ def read_trials(
 ) -> TrialsPublic:
     """The sweep's trials as MLflow holds them, one page at a time, each with its link
     into the MLflow UI."""
-    rows = sweep_trials(tracking, sweep.id)
+    rows = sweep_trials(tracking, sweep)
     experiment = experiment_base(settings.mlflow_ui, sweep)
     data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token, experiment)
     return TrialsPublic(data=data, count=len(rows), next_page_token=next_token)
@@ -188,7 +186,7 @@ def read_grid(
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
     delta against ``ce`` marked where the paired test finds it significant, the best
     per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
-    trials = from_mlflow(lambda: trial_rows(tracking, sweep.id))
+    trials = sweep_trials(tracking, sweep)
     table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric)
     content, media_type = render(table, fmt)
     return Response(content, media_type=media_type)
