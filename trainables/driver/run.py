@@ -254,6 +254,12 @@ def run(
             file=sys.stderr,
         )
         return 130
+    repaired = logger.backfill(results)  # what an outage or a dead driver left unwritten
+    if repaired:
+        print(
+            f"sweep {sweep_id}: {repaired} trial run(s) completed from Tune's results",
+            file=sys.stderr,
+        )
     rows, failed = collect_rows(results)
     for entry in failed:
         print(
