@@ -21,6 +21,7 @@ stage-1 rows nothing is attached and nothing is shown.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -66,15 +67,21 @@ def stage_one_rows(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     return tuned[pd.to_numeric(tuned[metric], errors="coerce").notna()]
 
 
+def reported_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows a paper table averages: every row but stage 1's, which were scored on
+    the tuning split."""
+    return rows[rows["stage"] != TUNE_STAGE] if "stage" in rows else rows
+
+
 def budget_curves(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One curve per loss label of the stage-1 rows: ``curve`` (the label, with the data
-    set and variant where stage 1 covered several), ``trials`` (n), ``mean`` and ``std``
+    """One curve per loss label of the stage-1 rows: ``curve`` (the label, with the sweep,
+    data set and variant where the rows hold several), ``trials`` (n), ``mean`` and ``std``
     of the expected best ``metric`` of ``n`` trials. Empty without stage-1 rows."""
     tuned = stage_one_rows(rows, metric)
     if tuned.empty:
         return pd.DataFrame(columns=list(CURVE_COLUMNS))
     keys = ["loss"]
-    for column in ("dataset", "variant"):
+    for column in ("sweep", "dataset", "variant"):
         if column in tuned and tuned[column].nunique() > 1:
             keys.append(column)
     lines = []
@@ -186,10 +193,7 @@ def budget_lines(table: pd.DataFrame) -> list[str]:
     budget = table.attrs.get("budget") or {}
     if not budget.get("curves"):
         return []
-    lines = [
-        f"Budget curves: the expected best {budget['metric']} of n stage-1 tuning trials "
-        "± 1 std (Dodge et al. 2019), n = 1, 2, ...:"
-    ]
+    lines = [_caption(budget).removesuffix(".") + ", n = 1, 2, ...:"]
     curves = budget_frame(table)
     for label, block in curves.groupby("curve", sort=False):
         pairs = zip(block["mean"], block["std"], strict=True)
@@ -197,9 +201,105 @@ def budget_lines(table: pd.DataFrame) -> list[str]:
         lines.append(f"- {label}: {points}")
     if budget.get("reading"):
         lines.append(f"Reading: {budget['reading']}")
-    if not budget.get("random_sampling"):
-        lines.append(
-            "Stage 1 ran a grid, not random draws: the estimator assumes random sampling, "
-            "so these curves resample the grid's scores."
+    caveat = _caveat(budget)
+    return [*lines, caveat] if caveat else lines
+
+
+def budget_grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The curves a table carries as display text: one line per budget ``trials``
+    (n), one column per curve, each cell ``"83.20 ± 0.70"`` (empty past a shorter
+    curve's end)."""
+    curves = budget_frame(table)
+    curves["cell"] = [
+        f"{m:.2f} ± {s:.2f}" for m, s in zip(curves["mean"], curves["std"], strict=True)
+    ]
+    grid = curves.pivot(index="trials", columns="curve", values="cell").fillna("")
+    grid = grid[list(dict.fromkeys(curves["curve"]))]
+    grid.columns.name = None
+    return grid
+
+
+def _caption(budget: Mapping[str, Any]) -> str:
+    return (
+        f"Budget curves: the expected best {budget['metric']} of n stage-1 tuning trials "
+        "± 1 std (Dodge et al. 2019)."
+    )
+
+
+def _caveat(budget: Mapping[str, Any]) -> str | None:
+    if budget.get("random_sampling"):
+        return None
+    return (
+        "Stage 1 ran a grid, not random draws: the estimator assumes random sampling, "
+        "so these curves resample the grid's scores."
+    )
+
+
+def budget_markdown(table: pd.DataFrame) -> str:
+    """The budget curves under a Markdown table: a caption, the curves (a line per
+    budget, a column per loss), the reading, the caveat for a grid; "" without curves."""
+    budget = table.attrs.get("budget") or {}
+    if not budget.get("curves"):
+        return ""
+    grid = budget_grid(table).reset_index()
+    text = f"\n\n{_caption(budget)}\n\n{grid.to_markdown(index=False)}"
+    for line in (
+        f"Reading: {budget['reading']}" if budget.get("reading") else None,
+        _caveat(budget),
+    ):
+        text += f"\n\n{line}" if line else ""
+    return text
+
+
+def budget_html(table: pd.DataFrame) -> str:
+    """The budget curves under an HTML table: ``<table class="grid budget">`` captioned,
+    the reading and the caveat for a grid in ``<p>``; "" without curves."""
+    budget = table.attrs.get("budget") or {}
+    if not budget.get("curves"):
+        return ""
+    grid = budget_grid(table)
+    escape = html.escape
+    head = "".join(f"<th>{escape(str(name))}</th>" for name in ["trials", *grid.columns])
+    body = "".join(
+        f"<tr><th>{n}</th>" + "".join(f"<td>{escape(cell)}</td>" for cell in line) + "</tr>"
+        for n, line in zip(grid.index, grid.itertuples(index=False), strict=True)
+    )
+    text = (
+        f'<section class="budget"><table class="grid budget"><caption>'
+        f"{escape(_caption(budget))}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+    if budget.get("reading"):
+        text += f'<p class="budget-reading">{escape(budget["reading"])}</p>'
+    caveat = _caveat(budget)
+    if caveat:
+        text += f'<p class="budget-caveat">{escape(caveat)}</p>'
+    return text + "</section>"
+
+
+BUDGET_INCHES = 4.0  # the height the budget curves add to a table's figure
+
+
+def draw_budget_curves(axes: Any, table: pd.DataFrame) -> None:
+    """The curves a table carries on matplotlib ``axes``: one line per curve, its
+    expected best against the number of trials, ±1 std shaded; titled with the
+    reading and, for a grid, the caveat."""
+    budget = table.attrs["budget"]
+    curves = budget_frame(table)
+    for label, block in curves.groupby("curve", sort=False):
+        trials, mean, std = block["trials"], block["mean"], block["std"]
+        line = axes.plot(trials, mean, marker="o", markersize=3, label=str(label))[0]
+        axes.fill_between(
+            trials, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0
         )
-    return lines
+    axes.set_xlabel("stage-1 tuning trials (n)")
+    axes.set_ylabel(f"expected best {budget['metric']} ± std")
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    title = "Budget curves" + (
+        " (grid: the estimator assumes random draws)" if _caveat(budget) else ""
+    )
+    if budget.get("reading"):
+        title += "\n" + str(budget["reading"])
+    axes.set_title(title, fontsize=9)
+    axes.legend(title="loss", fontsize=8)
+    axes.grid(alpha=0.3)
