@@ -146,15 +146,17 @@ def _ranges(numbers: list[int]) -> str:
 
 def stage_one_is_random(spec: Mapping[str, Any]) -> bool:
     """Whether a resolved spec's stage 1 draws its settings at random, which the
-    estimator assumes: its ``tune`` section samples a distribution (``uniform``,
-    ``loguniform``, ``choice``) and the search is not TPE (which draws adaptively).
-    A ``tune`` section of lists only is read as a grid."""
+    estimator assumes: under random search (which samples a list like a ``choice``),
+    or where its ``tune`` section samples a distribution (``uniform``, ``loguniform``,
+    ``choice``); never under TPE, which draws adaptively. A ``tune`` section of lists
+    under grid search is a grid.
+    """
     tune = spec.get("tune") or {}
     algorithm = (spec.get("search") or {}).get("algorithm", "grid")
     sampled = any(
         isinstance(value, Mapping) and DISTRIBUTIONS & set(value) for value in tune.values()
     )
-    return sampled and algorithm != "tpe"
+    return algorithm == "random" or (sampled and algorithm != "tpe")
 
 
 def with_budget_curves(

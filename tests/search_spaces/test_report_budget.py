@@ -154,6 +154,8 @@ def test_stage_one_is_random_only_when_it_samples_a_distribution() -> None:
     assert stage_one_is_random(drawn)
     assert not stage_one_is_random({"tune": {"learning_rate": [1e-5, 3e-5], "trials_per_loss": 6}})
     assert not stage_one_is_random({**drawn, "search": {"algorithm": "tpe"}})
+    listed = {"tune": {"learning_rate": [1e-5, 3e-5]}, "search": {"algorithm": "random"}}
+    assert stage_one_is_random(listed)  # random search samples a list like a choice
     assert not stage_one_is_random({})
 
 
