@@ -160,18 +160,20 @@ def stage_one_is_random(spec: Mapping[str, Any]) -> bool:
 
 
 def with_budget_curves(
-    table: pd.DataFrame, rows: pd.DataFrame, random_sampling: bool
+    table: pd.DataFrame, rows: pd.DataFrame, random_sampling: bool | None
 ) -> pd.DataFrame:
     """``table`` carrying the budget curves of the stage-1 rows among ``rows`` for its
     metric (``attrs["budget"]``: ``metric``, ``random_sampling``, ``curves`` as
-    records, ``reading``), which the renderers show; unchanged without stage-1 rows."""
+    records, ``reading``), which the renderers show; unchanged without stage-1 rows.
+    ``random_sampling``: whether stage 1 drew at random (``stage_one_is_random``), or
+    None where the caller cannot tell (the renderers then state the assumption)."""
     metric = str(table.attrs["metric"])
     curves = budget_curves(rows, metric)
     if curves.empty:
         return table
     table.attrs["budget"] = {
         "metric": metric,
-        "random_sampling": bool(random_sampling),
+        "random_sampling": random_sampling,
         "curves": [
             {"curve": str(c), "trials": int(n), "mean": float(m), "std": float(s)}
             for c, n, m, s in curves.itertuples(index=False)
@@ -229,7 +231,13 @@ def _caption(budget: Mapping[str, Any]) -> str:
 
 
 def _caveat(budget: Mapping[str, Any]) -> str | None:
-    if budget.get("random_sampling"):
+    """What to keep in mind about stage 1's sampling: nothing where it drew at random."""
+    if budget.get("random_sampling") is None:
+        return (
+            "The estimator assumes stage 1 drew its settings at random; "
+            "for a grid, these curves resample the grid's scores."
+        )
+    if budget["random_sampling"]:
         return None
     return (
         "Stage 1 ran a grid, not random draws: the estimator assumes random sampling, "
@@ -298,7 +306,7 @@ def draw_budget_curves(axes: Any, table: pd.DataFrame) -> None:
     axes.set_ylabel(f"expected best {budget['metric']} ± std")
     axes.xaxis.get_major_locator().set_params(integer=True)
     title = "Budget curves" + (
-        " (grid: the estimator assumes random draws)" if _caveat(budget) else ""
+        " (grid: the estimator assumes random draws)" if budget["random_sampling"] is False else ""
     )
     if budget.get("reading"):
         title += "\n" + str(budget["reading"])

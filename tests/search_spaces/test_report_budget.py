@@ -187,6 +187,11 @@ def test_a_table_carries_the_curves_and_its_lines_say_how_to_read_them() -> None
     assert len(lines) == 4
     grid = with_budget_curves(_table(), rows, random_sampling=False)
     assert budget_lines(grid)[-1].startswith("Stage 1 ran a grid, not random draws")
+    unknown = with_budget_curves(_table(), rows, random_sampling=None)
+    assert budget_lines(unknown)[-1] == (
+        "The estimator assumes stage 1 drew its settings at random; "
+        "for a grid, these curves resample the grid's scores."
+    )
 
 
 def test_without_stage_one_rows_the_table_carries_nothing() -> None:
