@@ -96,20 +96,22 @@ def budget_curves(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def reading(curves: pd.DataFrame, baseline: str = "ce") -> str:
     """One sentence per curve against ``baseline`` (the first curve where there is no
-    ``baseline``) over the budgets both reach: "dsc overtakes ce at 4 trials", "ce
-    stays ahead of focal at every budget (1-6 trials)", "dice is ahead of ce at every
-    budget (1-6 trials)"; curves that cross back and forth list where each leads."""
-    labels = list(dict.fromkeys(curves["curve"]))
-    if len(labels) < 2:
-        return ""
-    base = baseline if baseline in labels else labels[0]
-    means = {label: curves[curves["curve"] == label]["mean"].tolist() for label in labels}
-    return (
-        "; ".join(
+    ``baseline``) of the same sweep, data set and variant, over the budgets both
+    reach: "dsc overtakes ce at 4 trials", "ce stays ahead of focal at every budget
+    (1–6 trials)", "dice is ahead of ce at every budget (1–6 trials)"; curves that
+    cross back and forth list where each leads."""
+    means = {label: block["mean"].tolist() for label, block in curves.groupby("curve", sort=False)}
+    groups: dict[str, list[str]] = {}
+    for label in means:  # a loss label has no spaces: " on " starts the group's name
+        groups.setdefault(label.partition(" on ")[2], []).append(label)
+    sentences = []
+    for where, labels in groups.items():
+        wanted = f"{baseline} on {where}" if where else baseline
+        base = wanted if wanted in labels else labels[0]
+        sentences += [
             _against(label, means[label], base, means[base]) for label in labels if label != base
-        )
-        + "."
-    )
+        ]
+    return "; ".join(sentences) + "." if sentences else ""
 
 
 def _against(label: str, mine: list[float], base: str, theirs: list[float]) -> str:

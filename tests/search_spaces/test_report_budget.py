@@ -149,6 +149,22 @@ def test_the_reading_compares_every_loss_against_ce_over_the_shorter_curve() -> 
     )
 
 
+def test_the_reading_compares_losses_within_one_data_set() -> None:
+    curves = _curves(
+        {
+            "ce on mrpc": [80, 82],
+            "dsc on mrpc": [81, 83],
+            "ce on qqp": [70, 75],
+            "dsc on qqp": [60, 74],
+        }
+    )
+    assert reading(curves) == (
+        "dsc on mrpc is ahead of ce on mrpc at every budget (1–2 trials); "
+        "ce on qqp stays ahead of dsc on qqp at every budget (1–2 trials)."
+    )
+    assert reading(_curves({"ce": [80.0]})) == ""
+
+
 def test_stage_one_is_random_only_when_it_samples_a_distribution() -> None:
     drawn = {"tune": {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "trials_per_loss": 6}}
     assert stage_one_is_random(drawn)
