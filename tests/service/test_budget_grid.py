@@ -13,7 +13,7 @@ from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import GridFormat, grid_of, render
 from sweep_service.web.views import grid_html
-from tests.search_spaces.test_report_budget_render import two_stage_rows
+from tests.stage_rows import two_stage_rows
 
 
 def _height(png: bytes) -> int:
