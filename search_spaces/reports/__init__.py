@@ -9,8 +9,16 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
 ``to_png`` render it. ``paper_table`` does all of that in the paper's layout.
+``with_budget_curves`` attaches the budget curves of a two-stage sweep's stage 1
+(``budget``), which the renderers show under the table.
 """
 
+from search_spaces.reports.budget import (
+    budget_curves,
+    expected_best,
+    stage_one_is_random,
+    with_budget_curves,
+)
 from search_spaces.reports.formats import (
     MARKS,
     STATS,
@@ -39,6 +47,8 @@ __all__ = [
     "MARKS",
     "METRICS",
     "STATS",
+    "budget_curves",
+    "expected_best",
     "failed_trials",
     "infer_layout",
     "loss_label",
@@ -49,12 +59,14 @@ __all__ = [
     "plot_kind",
     "plot_title",
     "row_from_trial",
+    "stage_one_is_random",
     "to_csv",
     "to_html",
     "to_json",
     "to_latex",
     "to_markdown",
     "to_png",
+    "with_budget_curves",
     "with_failures",
     "with_significance",
 ]

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.datasets import VARIANTS
+from search_spaces.reports.budget import budget_html, budget_lines, budget_markdown
 
 STATS = ("mean", "std", "count", "delta")
 # p-value thresholds of the paired test against the baseline, strictest first.
@@ -200,7 +201,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
     for line in notes(table):
         text += ("\n" if line.startswith("- ") else "\n\n") + line
-    return text
+    return text + budget_markdown(table)
 
 
 def _markdown_cell(cell: Cell) -> str:
@@ -301,7 +302,7 @@ def to_latex(table: pd.DataFrame) -> str:
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
-    lines += [f"% {line}" for line in notes(table)]
+    lines += [f"% {line}" for line in [*notes(table), *budget_lines(table)]]
     return "\n".join(lines) + "\n"
 
 
@@ -368,7 +369,7 @@ def to_html(table: pd.DataFrame) -> str:
             f"<li>{escape(_failed_label(e))}: {escape(str(e['reason']))}</li>" for e in failed
         )
         text += f'<p>Failed trials (not in the table):</p><ul class="failed">{items}</ul>'
-    return text
+    return text + budget_html(table)
 
 
 def _html_cell(cell: Cell) -> str:

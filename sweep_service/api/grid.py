@@ -20,6 +20,7 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
+from search_spaces.reports.budget import reported_rows, with_budget_curves
 from sweep_service.api.errors import ApiError
 
 NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason"})
@@ -92,14 +93,23 @@ def grid_of(
     rows_key: str | None = None,
     cols_key: str | None = None,
     metric: str = "eval_f1",
+    random_sampling: bool = False,
 ) -> pd.DataFrame:
     """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
     or several, ``subject`` in messages), titled ``title``, the failed ones listed.
+    Stage-1 trials (``stage == "tune"``) are not in it: they give the budget curves it
+    carries, read as random draws where ``random_sampling`` (``stage_one_is_random``).
 
     Raises:
-        ApiError: ``no_results`` before any trial finished; what ``build_table`` raises.
+        ApiError: ``no_results`` before any trial (of the final stage) finished; what
+            ``build_table`` raises.
     """
-    table = build_table(finished_rows(trials, subject), rows_key, cols_key, metric, title)
+    finished = finished_rows(trials, subject)
+    reported = reported_rows(finished)
+    if reported.empty:
+        raise ApiError("no_results", f"{subject} has no finished final-stage trials yet")
+    table = build_table(reported, rows_key, cols_key, metric, title)
+    table = with_budget_curves(table, finished, random_sampling)
     return with_failures(table, failed_trials(trials))
 
 
@@ -123,7 +133,8 @@ def _check_columns(rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str
 
 def render(table: pd.DataFrame, fmt: GridFormat) -> tuple[bytes, str]:
     """``table`` in ``fmt`` and its media type. PNG draws a heatmap, or lines against a
-    loss parameter when the rows are one (Table 10's kind)."""
+    loss parameter when the rows are one (Table 10's kind), with the budget curves
+    below where the table carries them."""
     if fmt is GridFormat.PNG:
         return to_png(table), MEDIA_TYPES[fmt]
     return _TEXT_RENDERERS[fmt](table).encode(), MEDIA_TYPES[fmt]

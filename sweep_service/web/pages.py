@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.auth import KEY_COOKIE, Caller
 from sweep_service.api.deps import ServicesDep, SessionDep, get_owner
 from sweep_service.api.errors import ApiError
@@ -138,7 +139,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
         rows = sweep_trials(services.tracking, sweep)
     except ApiError as error:
         rows, tracking_problem = pd.DataFrame(columns=["status"]), str(error.body)
-    grid = grid_html(rows, metric, sweep.name)
+    grid = grid_html(rows, metric, sweep.name, stage_one_is_random(sweep.resolved_spec))
     return {
         "sweep": sweep,
         "progress": Progress.from_rows(rows, sweep.trial_count),

@@ -81,12 +81,17 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
     return sorted(lines, key=lambda line: (line.status != RUNNING, line.label))
 
 
-def grid_html(rows: pd.DataFrame, metric: str, title: str) -> str | None:
+def grid_html(
+    rows: pd.DataFrame, metric: str, title: str, random_sampling: bool = False
+) -> str | None:
     """The paper-shaped table of the finished trials in ``rows`` as an HTML fragment:
     mean ± std over seeds, Δ against CE with the paired tests' marks, the best per
-    column in bold, failed trials listed under it; None before any trial finished."""
+    column in bold, failed trials listed under it, and the budget curves of stage 1
+    where the sweep tuned (``random_sampling``: whether stage 1 drew at random); None
+    before any trial finished."""
     try:
-        return to_html(grid_of(rows, "the sweep", title, metric=metric))
+        table = grid_of(rows, "the sweep", title, metric=metric, random_sampling=random_sampling)
+        return to_html(table)
     except ApiError:  # no finished trial yet, or none reports the metric
         return None
 

@@ -44,7 +44,8 @@ INVALID = {
     "parameter of another loss": (
         {"search_space": losses({"name": "ce"}, {"name": "dsc", "gamma": 2})},
         "search_space.losses[1].gamma",
-        "loss 'dsc' has no parameter 'gamma'; valid: alpha, classes, scope, smooth, square",
+        "loss 'dsc' has no parameter 'gamma'; "
+        "valid: alpha, classes, ohem_ratio, scope, smooth, square",
     ),
     "parameter of no loss": (
         {"search_space": losses({"name": "dsc", "temperature": 2})},

@@ -25,6 +25,7 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
+from search_spaces.reports.budget import budget_frame, reported_rows, with_budget_curves
 from search_spaces.reports.formats import format_value
 
 REASON_LIMIT = 500  # characters of a failure reason kept in MLflow and the table
@@ -70,12 +71,17 @@ def write_reports(
     metric: str,
     failed: Iterable[dict[str, Any]] = (),
     name: str | None = None,
+    random_sampling: bool = False,
 ) -> str:
     """Attach the table of ``metric`` over ``rows`` in the paper's layout (Markdown, CSV,
     LaTeX, HTML, JSON, PNG; titled ``name``), the paired tests against the baseline and
     the rows themselves, and log the table's numbers and the best cell of each row as
-    metrics of the parent run (``table_metrics``); returns the table as Markdown."""
-    table = with_failures(paper_table(rows, metric, title=name), failed)
+    metrics of the parent run (``table_metrics``); returns the table as Markdown.
+    Stage-1 rows (a two-stage sweep's) are left out of the table and give its budget
+    curves instead (``budget_curves.csv``, and under the table in every format), read
+    as random draws where ``random_sampling``."""
+    table = paper_table(reported_rows(rows), metric, title=name)
+    table = with_failures(with_budget_curves(table, rows, random_sampling), failed)
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
     baseline = table.attrs["baseline"]
     tests = paired_test(rows, rows_key, cols_key, metric, baseline) if baseline else pd.DataFrame()
@@ -87,6 +93,9 @@ def write_reports(
         (out / "grid.html").write_text(to_html(table))
         (out / "grid.json").write_text(to_json(table))
         (out / "grid.png").write_bytes(to_png(table))
+        curves = budget_frame(table)
+        if not curves.empty:
+            curves.to_csv(out / "budget_curves.csv", index=False)
         tests.to_csv(out / "paired_tests.csv", index=False)
         rows.to_csv(out / "trials.csv", index=False)
         client.log_artifacts(run_id, folder, artifact_path="report")

@@ -31,6 +31,7 @@ from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
+from search_spaces.reports.budget import stage_one_is_random
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
@@ -269,7 +270,10 @@ def run(
         )
     if not rows.empty:
         name = spec.name or spec.extends or sweep_id
-        print(write_reports(client, parent, rows, spec.search.metric, failed, name))
+        random_sampling = stage_one_is_random(spec.model_dump())
+        print(
+            write_reports(client, parent, rows, spec.search.metric, failed, name, random_sampling)
+        )
     status = "FAILED" if len(failed) == len(results) else "FINISHED"
     client.set_tag(parent, "dicesweep.failed_trials", str(len(failed)))
     client.set_terminated(parent, status)

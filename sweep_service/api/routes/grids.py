@@ -8,6 +8,7 @@ from typing import Annotated
 import pandas as pd
 from fastapi import APIRouter, Query, Response
 
+from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.deps import OwnerDep, SessionDep, TrackingDep
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.grid import MAX_MERGED_SWEEPS, MEDIA_TYPES, GridFormat, grid_of, render
@@ -61,5 +62,7 @@ def read_merged_grid(
     trials = pd.concat(frames, ignore_index=True)
     subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
     title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
-    content, media_type = render(grid_of(trials, subject, title, rows, cols, metric), fmt)
+    random_sampling = all(stage_one_is_random(sweep.resolved_spec) for sweep in sweeps)
+    table = grid_of(trials, subject, title, rows, cols, metric, random_sampling)
+    content, media_type = render(table, fmt)
     return Response(content, media_type=media_type)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response, status
 
 from search_spaces.presets import list_presets
+from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
@@ -187,7 +188,8 @@ def read_grid(
     delta against ``ce`` marked where the paired test finds it significant, the best
     per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
     trials = sweep_trials(tracking, sweep)
-    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric)
+    random_sampling = stage_one_is_random(sweep.resolved_spec)
+    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling)
     content, media_type = render(table, fmt)
     return Response(content, media_type=media_type)
 
