@@ -8,7 +8,9 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 (Table 8) or ``param_alpha`` × data sets (Table 10); ``paired_test`` tests each row
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
-``to_png`` render it. ``paper_table`` does all of that in the paper's layout.
+``to_png`` render it. ``paper_table`` does all of that in the paper's layout, with
+the degenerate trials (``degenerate_reason``: near-constant predictions, or no better
+than the data set's no-skill rule) marked in their cells.
 """
 
 from search_spaces.reports.formats import (
@@ -24,6 +26,7 @@ from search_spaces.reports.formats import (
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
+    degenerate_reason,
     failed_trials,
     infer_layout,
     loss_label,
@@ -39,6 +42,7 @@ __all__ = [
     "MARKS",
     "METRICS",
     "STATS",
+    "degenerate_reason",
     "failed_trials",
     "infer_layout",
     "loss_label",
