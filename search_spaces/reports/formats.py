@@ -147,8 +147,7 @@ def baseline_line(table: pd.DataFrame) -> str | None:
     if not baselines:
         return None
     shown = "; ".join(
-        f"{name} "
-        + ", ".join(f"{_SCORE_NAMES.get(k, k)} {v:.2f}" for k, v in scores.items())
+        f"{name} " + ", ".join(f"{_SCORE_NAMES.get(k, k)} {v:.2f}" for k, v in scores.items())
         for name, scores in sorted(baselines.items())
     )
     return f"No-skill baselines ({NO_SKILL_RULES}): {shown}."
