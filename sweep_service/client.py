@@ -156,7 +156,8 @@ def list_sweeps(limit: int) -> int:
 
 
 def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each, with the failure reason of a failed one."""
+    """A sweep's trials, one line each, with why a failed one failed or why a
+    degenerate one is."""
     with connect() as api:
         found, token = [], None
         while True:
@@ -177,11 +178,16 @@ def trials(sweep_id: str) -> int:
                 str(trial["seed"]),
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
-                trial.get("failure_reason") or "",
+                trial.get("failure_reason") or _degenerate(trial.get("degenerate_reason")),
             )
         )
     _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
     return 0
+
+
+def _degenerate(reason: str | None) -> str:
+    """A degenerate trial's reason as the ``trials`` table shows it, else nothing."""
+    return f"degenerate: {reason}" if reason else ""
 
 
 def cancel(sweep_id: str) -> int:

@@ -243,3 +243,9 @@ def test_the_best_so_far_skips_degenerate_trials_and_says_when_none_learned(
     }
     assert "81.50 ce seed=0" in rows[some] and "81.80" not in rows[some]
     assert "none: no trial learned" in rows[none]
+    # The trial itself says why, in the API and on the sweep page.
+    trials = api.client.get(f"/v1/sweeps/{some}/trials", headers=bearer(key)).json()["data"]
+    reasons = {trial["loss"]: trial["degenerate_reason"] for trial in trials}
+    assert reasons == {"ce": None, "dsc(alpha=0.1)": "predicts positive for 99.3% of pairs"}
+    page = _text(api.client.get(f"/sweeps/{some}").text)
+    assert "dsc(alpha=0.1) seed=0 mrpc/original degenerate: predicts positive for 99.3%" in page
