@@ -40,7 +40,10 @@ TRIAL_COLUMNS = [
     "eval_recall",
     "eval_exact_match",
     "eval_baseline_f1",
-    "eval_distinct_predictions",
+    "eval_baseline_accuracy",
+    "eval_baseline_exact_match",
+    "eval_top_prediction_share",
+    "eval_positive_prediction_share",
     "run_id",
 ]
 

@@ -21,6 +21,7 @@ import httpx
 
 POLL_SECONDS = 2.0
 FINISHED = {"succeeded", "failed", "cancelled"}
+NO_TRIAL_LEARNED = "no trial learned"  # no best: every scored trial is degenerate
 
 
 class ClientError(Exception):
@@ -89,9 +90,10 @@ def submit(spec: dict[str, Any], wait: bool) -> int:
         print(f"sweep {sweep['id']} ({sweep['name']}): {sweep['trial_count']} trials")
         final = follow(api, sweep["id"], sweep["trial_count"])
     best = final.get("best_trial")
-    shown = (
-        f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}" if best else ""
-    )
+    if best:
+        shown = f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}"
+    else:
+        shown = f"; {NO_TRIAL_LEARNED}" if final["trials"]["done"] else ""
     print(f"sweep {final['id']}: {final['status']}{shown}")
     if final.get("message") and final["status"] != "succeeded":
         print(final["message"], file=sys.stderr)
@@ -120,7 +122,10 @@ def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
             best = sweep.get("best_trial")
             state = f"{sweep['status']}: {counts['done']} done, {counts['running']} running, "
             state += f"{counts['failed']} failed"
-            state += f", best eval_f1 {best['eval_f1']:.2f}" if best else ""
+            if best:
+                state += f", best eval_f1 {best['eval_f1']:.2f}"
+            elif counts["done"]:
+                state += f", {NO_TRIAL_LEARNED}"
             progress.update(task, completed=counts["done"] + counts["failed"], state=state)
             if not interactive and state != last_line:
                 print(state, flush=True)
@@ -151,7 +156,8 @@ def list_sweeps(limit: int) -> int:
 
 
 def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each, with the failure reason of a failed one."""
+    """A sweep's trials, one line each, with why a failed one failed or why a
+    degenerate one is."""
     with connect() as api:
         found, token = [], None
         while True:
@@ -172,11 +178,16 @@ def trials(sweep_id: str) -> int:
                 str(trial["seed"]),
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
-                trial.get("failure_reason") or "",
+                trial.get("failure_reason") or _degenerate(trial.get("degenerate_reason")),
             )
         )
     _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
     return 0
+
+
+def _degenerate(reason: str | None) -> str:
+    """A degenerate trial's reason as the ``trials`` table shows it, else nothing."""
+    return f"degenerate: {reason}" if reason else ""
 
 
 def cancel(sweep_id: str) -> int:

@@ -15,6 +15,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.reports import degenerate_reason
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress
 
@@ -58,10 +59,16 @@ def read_progress(
 
 def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
     """The trial with the highest ``eval_f1`` so far (a running trial counts with its
-    latest value), as the API's ``BestTrial``; None when no trial has reported one."""
-    if BEST_BY not in rows.columns or rows[BEST_BY].isna().all():
+    latest value) among those whose predictions are not degenerate
+    (``degenerate_reason``), as the API's ``BestTrial``; None when no trial has
+    reported one, or every one that did is degenerate (then no trial learned)."""
+    if BEST_BY not in rows.columns:
         return None
-    best = rows.loc[rows[BEST_BY].idxmax()]
+    scored = rows.dropna(subset=[BEST_BY])
+    learned = scored[[degenerate_reason(row, BEST_BY) is None for _, row in scored.iterrows()]]
+    if learned.empty:
+        return None
+    best = learned.loc[learned[BEST_BY].idxmax()]
     return {
         "run_id": str(best["run_id"]),
         "loss": str(best["loss"]),

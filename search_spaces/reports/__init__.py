@@ -8,9 +8,11 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 (Table 8) or ``param_alpha`` × data sets (Table 10); ``paired_test`` tests each row
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
-``to_png`` render it. ``paper_table`` does all of that in the paper's layout.
-``with_budget_curves`` attaches the budget curves of a two-stage sweep's stage 1
-(``budget``), which the renderers show under the table.
+``to_png`` render it. ``paper_table`` does all of that in the paper's layout, with
+the degenerate trials (``degenerate_reason``: near-constant predictions, or no better
+than the data set's no-skill rule) marked in their cells. ``with_budget_curves``
+attaches the budget curves of a two-stage sweep's stage 1 (``budget``), which the
+renderers show under the table.
 """
 
 from search_spaces.reports.budget import (
@@ -32,6 +34,7 @@ from search_spaces.reports.formats import (
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
+    degenerate_reason,
     failed_trials,
     infer_layout,
     loss_label,
@@ -48,6 +51,7 @@ __all__ = [
     "METRICS",
     "STATS",
     "budget_curves",
+    "degenerate_reason",
     "expected_best",
     "failed_trials",
     "infer_layout",

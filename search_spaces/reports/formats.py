@@ -3,8 +3,10 @@
 Markdown, CSV, LaTeX (booktabs, in a ``table`` with caption and label), HTML and
 JSON; PNG is in ``plots``. A cell reads ``85.21 ± 0.40 (+1.02)†``: mean ± std over
 seeds (delta of the mean against the baseline row), and a mark where the paired
-test against the baseline says the difference is significant (``MARKS``). The best
-mean of each column is bold; the baseline row has no delta.
+test against the baseline says the difference is significant (``MARKS``). A cell
+holding degenerate trials (``tables.degenerate_reason``) keeps its mean and says how
+many of its seeds are (``[1/3 degenerate]``). The best mean of each column among the
+cells without degenerate trials is bold; the baseline row has no delta.
 """
 
 from __future__ import annotations
@@ -81,8 +83,12 @@ def mark(p_value: float | None) -> str:
 
 def _best_rows(table: pd.DataFrame) -> dict[Any, Any]:
     """The row with the best mean in each column: the highest, or the lowest for a
-    metric where lower is better (``LOWER_IS_BETTER``)."""
+    metric where lower is better (``LOWER_IS_BETTER``); a cell holding a degenerate
+    trial is never the best."""
     means = table.xs("mean", axis=1, level="stat").astype(float)
+    for row, column in table.attrs.get("degenerate_cells") or {}:
+        if row in means.index and column in means.columns:
+            means.at[row, column] = math.nan
     lower = table.attrs.get("metric") in LOWER_IS_BETTER
     return {
         column: (means[column].idxmin() if lower else means[column].idxmax())
@@ -97,17 +103,18 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     columns = list(dict.fromkeys(table.columns.get_level_values(0)))
     best = _best_rows(table)
     p_values = table.attrs.get("significance") or {}
-    collapsed = table.attrs.get("collapsed_cells") or {}
+    degenerate = table.attrs.get("degenerate_cells") or {}
     cells = [
         [
             Cell(
-                text=with_collapsed(
+                text=with_degenerate(
                     format_cell(
                         table.at[row, (col, "mean")],
                         table.at[row, (col, "std")],
                         table.at[row, (col, "delta")],
                     ),
-                    collapsed.get((row, col), 0),
+                    degenerate.get((row, col), 0),
+                    table.at[row, (col, "count")],
                 ),
                 best=best.get(col) == row and len(table.index) > 1,
                 mark=mark(p_values.get((row, col))),
@@ -119,39 +126,53 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     return [format_value(r) for r in table.index], [format_value(c) for c in columns], cells
 
 
-def with_collapsed(text: str, count: int) -> str:
-    """A cell's text with the number of its seeds that collapsed (left out of it)."""
+def with_degenerate(text: str, count: int, seeds: Any) -> str:
+    """A cell's text with how many of its ``seeds`` are degenerate (in its mean)."""
     if not count:
         return text
-    return f"{text} [{count} collapsed]" if text else f"[{count} collapsed]"
+    return f"{text} [{count}/{_count(seeds)} degenerate]".strip()
+
+
+# The no-skill rule of each task kind, as the trainable scores it on the dev set.
+NO_SKILL_RULES = (
+    "PI: always positive (F1), the majority class (accuracy); NER: every word O; "
+    "POS: every word the majority tag; MRC: the first k words of the passage, "
+    "k the mean gold answer length (SQuAD v2: or no answer, the better)"
+)
+_SCORE_NAMES = {"f1": "F1", "accuracy": "accuracy", "exact_match": "EM"}
 
 
 def baseline_line(table: pd.DataFrame) -> str | None:
-    """Each data set's trivial baseline F1 in a sentence, or None without them."""
+    """Each data set's no-skill scores in a sentence, or None without them."""
     baselines = table.attrs.get("baselines") or {}
     if not baselines:
         return None
-    shown = ", ".join(f"{name} {value:.2f}" for name, value in sorted(baselines.items()))
-    return (
-        "Trivial baseline F1 (always positive for PI, the majority tag for POS, "
-        f"0 for NER and MRC): {shown}."
+    shown = "; ".join(
+        f"{name} " + ", ".join(f"{_SCORE_NAMES.get(k, k)} {v:.2f}" for k, v in scores.items())
+        for name, scores in sorted(baselines.items())
     )
+    return f"No-skill baselines ({NO_SKILL_RULES}): {shown}."
 
 
 def notes(table: pd.DataFrame) -> list[str]:
-    """The lines under a table beyond its legend: the trivial baselines, the collapsed
-    trials and the failed ones, none of which are in the cells' means."""
+    """The lines under a table beyond its legend: the no-skill baselines, the
+    degenerate trials (in the means, left out of the tests) and the failed ones."""
     baselines = baseline_line(table)
     lines = [baselines] if baselines else []
-    collapsed = table.attrs.get("collapsed") or []
-    if collapsed:
-        lines.append("Collapsed trials (left out of the means and the tests):")
-        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in collapsed]
+    degenerate = table.attrs.get("degenerate") or []
+    if degenerate:
+        lines.append(DEGENERATE_HEADING)
+        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in degenerate]
     failed = table.attrs.get("failed") or []
     if failed:
         lines.append("Failed trials (not in the table):")
         lines += [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
     return lines
+
+
+DEGENERATE_HEADING = (
+    "Degenerate trials (in their cells' means, marked, never bold; left out of the tests):"
+)
 
 
 def _cells(table: pd.DataFrame) -> pd.DataFrame:
@@ -169,6 +190,8 @@ def legend(table: pd.DataFrame) -> str:
     if attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
+    if attrs.get("degenerate_cells"):
+        text += " among the cells without degenerate trials"
     if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
         text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
     return text + "."
@@ -215,8 +238,13 @@ def _failed_label(entry: Mapping[str, Any]) -> str:
 
 
 def to_csv(table: pd.DataFrame) -> str:
-    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta."""
-    return str(long_form(table).to_csv(index=False))
+    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta and
+    ``degenerate`` (how many of the cell's seeds are, all in its mean)."""
+    long = long_form(table)
+    degenerate = table.attrs.get("degenerate_cells") or {}
+    keys = zip(long.iloc[:, 0], long.iloc[:, 1], strict=True)
+    long["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
+    return str(long.to_csv(index=False))
 
 
 def to_json(table: pd.DataFrame) -> str:
@@ -226,7 +254,7 @@ def to_json(table: pd.DataFrame) -> str:
     null); ``failed`` lists the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("significance") or {}
-    collapsed = attrs.get("collapsed_cells") or {}
+    degenerate = attrs.get("degenerate_cells") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
     cells = []
@@ -239,14 +267,14 @@ def to_json(table: pd.DataFrame) -> str:
                 "column": column,
                 **{stat: line[stat] for stat in STATS},
                 "p_value": None if p_value is None or math.isnan(p_value) else p_value,
-                "collapsed": int(collapsed.get((row, column), 0)),
+                "degenerate": int(degenerate.get((row, column), 0)),
             }
         )
     payload = {
         **{
             key: value
             for key, value in attrs.items()
-            if key not in ("significance", "collapsed_cells")  # in the cells instead
+            if key not in ("significance", "degenerate_cells")  # in the cells instead
         },
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
@@ -353,16 +381,13 @@ def to_html(table: pd.DataFrame) -> str:
     baselines = baseline_line(table)
     if baselines:
         text += f'<p class="baselines">{escape(baselines)}</p>'
-    collapsed = table.attrs.get("collapsed") or []
-    if collapsed:
+    degenerate = table.attrs.get("degenerate") or []
+    if degenerate:
         items = "".join(
             f"<li>{escape(_failed_label(e))}: {e['value']:.2f}, {escape(e['reason'])}</li>"
-            for e in collapsed
+            for e in degenerate
         )
-        text += (
-            "<p>Collapsed trials (left out of the means and the tests):</p>"
-            f'<ul class="collapsed">{items}</ul>'
-        )
+        text += f'<p>{escape(DEGENERATE_HEADING)}</p><ul class="degenerate">{items}</ul>'
     failed = table.attrs.get("failed") or []
     if failed:
         items = "".join(

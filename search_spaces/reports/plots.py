@@ -118,10 +118,10 @@ def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
         for j, column in enumerate(cells.columns):
             red, green, blue, _ = image.cmap(image.norm(values[i, j]))
             # Dark text on light cells: perceived luminance (ITU-R BT.601 weights); a
-            # cell without a mean (every seed collapsed) is left white.
+            # cell without a mean is left white.
             luminance = 0.299 * red + 0.587 * green + 0.114 * blue
             dark = values[i, j] != values[i, j] or luminance > 0.5
-            text = cells.at[label, column].replace(" (", "\n(")
+            text = cells.at[label, column].replace(" (", "\n(").replace(" [", "\n[")
             axes.text(
                 j, i, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"
             )
@@ -129,6 +129,7 @@ def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
 
 def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
     means, stds = _stat(table, "mean"), _stat(table, "std").fillna(0.0)
+    degenerate = table.attrs.get("degenerate_cells") or {}
     numeric = all(sort_key(value)[0] == 0 for value in means.index)
     xs = [float(v) for v in means.index] if numeric else list(range(len(means.index)))
     for column in means.columns:
@@ -141,6 +142,14 @@ def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
             alpha=0.2,
             linewidth=0,
         )
+        # A point whose cell holds degenerate trials: a red ring around it.
+        flagged = [
+            (x, means.at[row, column])
+            for x, row in zip(xs, means.index, strict=True)
+            if (row, column) in degenerate
+        ]
+        if flagged:
+            axes.scatter(*zip(*flagged, strict=True), s=140, facecolors="none", edgecolors="red")
     if not numeric:
         axes.set_xticks(xs, [format_value(value) for value in means.index])
     axes.set_xlabel(str(table.attrs["rows_key"]).removeprefix("param_"))

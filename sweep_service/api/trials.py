@@ -13,7 +13,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from search_spaces.reports import METRICS
+from search_spaces.reports import METRICS, degenerate_reason
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
@@ -177,6 +177,7 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         params=params,
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
+        degenerate_reason=degenerate_reason(metrics),
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
 

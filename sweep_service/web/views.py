@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from search_spaces.reports import to_html
+from search_spaces.reports import degenerate_reason, to_html
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
 from sweep_service.api.trials import run_url, trial_counts
@@ -61,6 +61,7 @@ class TrialLine:
     metric: float | None
     failure_reason: str | None
     mlflow_url: str | None
+    degenerate_reason: str | None = None  # why its predictions show it learned nothing
 
 
 def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list[TrialLine]:
@@ -75,6 +76,7 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
             metric=_number(row.get(metric)),
             failure_reason=_text(row.get("failure_reason")),
             mlflow_url=run_url(experiment, str(row["run_id"])) if experiment else None,
+            degenerate_reason=degenerate_reason(row, metric),
         )
         for row in rows.to_dict(orient="records")
     ]

@@ -168,7 +168,8 @@ def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
 
 def test_csv_parses_back(table: pd.DataFrame) -> None:
     parsed = pd.read_csv(io.StringIO(to_csv(table)))
-    assert list(parsed.columns) == ["loss", "variant", "mean", "std", "count", "delta"]
+    columns = ["loss", "variant", "mean", "std", "count", "delta", "degenerate"]
+    assert list(parsed.columns) == columns
     dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
     assert dsc[["mean", "count", "delta"]].iloc[0].tolist() == [83.0, 3.0, 1.0]
     assert len(parsed) == 6
@@ -204,7 +205,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "count": 3,
         "delta": None,
         "p_value": None,
-        "collapsed": 0,
+        "degenerate": 0,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
 

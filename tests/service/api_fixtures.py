@@ -75,6 +75,7 @@ class FakeTrial:
     status: str = "FINISHED"
     eval_f1: float | None = None
     reason: str | None = None  # a failed trial's reason, tagged as the driver tags it
+    metrics: dict[str, float] = field(default_factory=dict)  # more final metrics
 
 
 @pytest.fixture(scope="session")
@@ -169,9 +170,9 @@ def write_trials(client: MlflowClient, sweep_id: str, trials: Sequence[FakeTrial
     for index, trial in enumerate(trials):
         run = client.create_run(experiment, tags=_trial_tags(sweep_id, f"t{index}", trial))
         run_id = str(run.info.run_id)
-        metrics = []
-        if trial.eval_f1 is not None:
-            metrics = [Metric("eval_f1", trial.eval_f1, int(time.time() * 1000), 0)]
+        now = int(time.time() * 1000)
+        values = {**trial.metrics, **({} if trial.eval_f1 is None else {"eval_f1": trial.eval_f1})}
+        metrics = [Metric(key, value, now, 0) for key, value in values.items()]
         client.log_batch(run_id, params=_trial_params(trial), metrics=metrics)
         if trial.status != "RUNNING":
             client.set_terminated(run_id, trial.status)

@@ -171,22 +171,29 @@ def test_a_trial_run_records_the_ray_node_of_its_latest_attempt(
     assert (tags["dicesweep.node_id"], tags["dicesweep.hostname"]) == ("b2" * 28, "ray-worker-2")
 
 
-def test_a_collapsed_trial_is_finished_with_the_reason_in_its_run(
+def test_a_degenerate_trial_is_finished_with_the_reason_in_its_run(
     settings: DicesweepSettings,
 ) -> None:
     sweep_id = "sw-0000dddd4444"
-    spec = spec_of(["mrpc"], name="collapse-test")
+    spec = spec_of(["mrpc"], name="degenerate-test")
     client, link = open_tracking(settings, sweep_id, spec)
     logger = TrialLogger(link, client)
     config = trial_config(spec, sweep_id, {"name": "dsc", "alpha": 0.1})
 
     trial = SimpleNamespace(  # what Tune hands the hook
-        trial_id="t-collapsed",
+        trial_id="t-degenerate",
         config=config,
-        last_result={"step": 8, "eval_f1": 81.2, "eval_distinct_predictions": 1.0},
+        last_result={
+            "step": 8,
+            "eval_f1": 81.8,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 99.3,
+            "eval_positive_prediction_share": 99.3,
+        },
     )
     logger.on_trial_complete(0, [], trial)
     logger.flush()
-    run = client.get_run(logger.run_id("t-collapsed", config))
+    run = client.get_run(logger.run_id("t-degenerate", config))
     assert run.info.status == "FINISHED"
-    assert run.data.tags["dicesweep.collapsed"] == "constant predictions (the same for every input)"
+    assert run.data.tags["dicesweep.degenerate"] == "predicts positive for 99.3% of pairs"

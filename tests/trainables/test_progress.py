@@ -93,6 +93,41 @@ def test_a_snapshot_counts_and_its_plain_line() -> None:
     )
 
 
+def test_the_best_so_far_skips_a_degenerate_trial() -> None:
+    """Tune's trials as the display reads them: the one with the highest F1 predicts
+    paraphrase for 99.3% of the pairs, so the next one is the best; while every scored
+    trial is degenerate, no trial learned."""
+    shown = SweepProgress("eval_f1", 3, started_at=time.time(), stream=io.StringIO())
+    constant = trial("t0", status=Trial.TERMINATED)
+    constant.update_last_result(
+        {
+            "epoch": 4.0,
+            "eval_f1": 81.8,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 99.3,
+            "eval_positive_prediction_share": 99.3,
+        }
+    )
+    shown.on_step_end(0, [constant, trial("t1")])
+    assert shown.snapshot().best is None
+    assert shown.snapshot().best_text() == "none (no trial learned)"
+    assert shown.snapshot().line().endswith(" | best none (no trial learned)")
+    learned = trial("t2", loss="ce", status=Trial.TERMINATED)
+    learned.update_last_result(
+        {
+            "epoch": 4.0,
+            "eval_f1": 81.5,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 90.0,
+            "eval_positive_prediction_share": 90.0,
+        }
+    )
+    shown.on_step_end(1, [constant, learned])
+    assert shown.snapshot().best_text() == "eval_f1 81.50: ce seed=1 mrpc/original"
+
+
 def test_the_clock_runs_from_the_sweeps_first_start_and_survives_a_resume() -> None:
     started = time.time() - 1000  # the sweep began 1000 s ago, in an earlier driver
     shown = SweepProgress("eval_f1", 4, started, stream=io.StringIO())

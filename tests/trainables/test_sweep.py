@@ -18,7 +18,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
-from search_spaces.reports.tables import collapse_reason
+from search_spaces.reports.tables import degenerate_reason
 from tests.conftest import short_home_folder
 from tests.toydata import make_toy_datasets
 from trainables.driver.reports import metric_key
@@ -140,19 +140,20 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     # The table's numbers on the parent, equal to its trials' (one seed: the value); a
-    # trial whose model collapsed (tiny-bert on 64 pairs may predict one class) is tagged
-    # with why, and counted in its cell instead.
+    # degenerate trial (tiny-bert on 64 pairs may predict one class) is tagged with why,
+    # counted in its cell, and its row has no best.
     for trial in trials:
-        key = f"grid/{metric_key(trial.data.tags['dicesweep.loss_label'])}/mrpc"
-        reason = collapse_reason(trial.data.metrics)
-        assert trial.data.tags.get("dicesweep.collapsed") == reason
+        label = metric_key(trial.data.tags["dicesweep.loss_label"])
+        key = f"grid/{label}/mrpc"
+        reason = degenerate_reason(trial.data.metrics)
+        assert trial.data.tags.get("dicesweep.degenerate") == reason
+        value = pytest.approx(trial.data.metrics["eval_f1"])
+        assert parent.data.metrics[f"{key}/mean"] == value
         if reason is None:
-            assert parent.data.metrics[f"{key}/mean"] == pytest.approx(
-                trial.data.metrics["eval_f1"]
-            )
+            assert parent.data.metrics[f"best_eval_f1/{label}"] == value
         else:
-            assert parent.data.metrics[f"{key}/collapsed"] == 1
-            assert f"{key}/mean" not in parent.data.metrics
+            assert parent.data.metrics[f"{key}/degenerate"] == 1
+            assert f"best_eval_f1/{label}" not in parent.data.metrics
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/grid.md", "report/grid.csv", "report/grid.tex", "report/grid.png"} <= artifacts
     assert "report/grid.html" in artifacts

@@ -13,6 +13,7 @@ import torch
 
 from search_spaces.dataset_refs import LocalDataset, dataset_info
 from search_spaces.datasets import get_dataset
+from search_spaces.reports import degenerate_reason
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
@@ -76,7 +77,9 @@ def test_tiny_model_learns_the_toy_ner_task(toy_home: DicesweepSettings) -> None
     assert final["best_eval_f1"] == max(r["eval_f1"] for r in recorder.reports)
     assert {"eval_precision", "eval_recall", "train_loss", "epoch", "step"} <= set(final)
     assert final["eval_baseline_f1"] == 0.0  # NER: tagging no entity
-    assert final["eval_distinct_predictions"] > 1
+    assert 0 < final["eval_baseline_accuracy"] < 100.0  # every word O: the O share
+    assert final["eval_top_prediction_share"] < 100.0
+    assert degenerate_reason(final) is None  # a tagger that learned
 
 
 @pytest.mark.parametrize(
@@ -247,8 +250,14 @@ def test_squad_v2_questions_without_an_answer_are_predicted_empty(
     metrics = data.task.evaluate(lambda _: Output(), [batch], data.eval_examples)
     share = 100 * unanswerable / len(data.eval_examples)
     assert metrics == pytest.approx(
-        # Answering nothing is this set's trivial baseline, and the same answer everywhere.
-        {"exact_match": share, "f1": share, "baseline_f1": share, "distinct_predictions": 1}
+        # Answering nothing is this set's best no-skill rule, and the same answer everywhere.
+        {
+            "exact_match": share,
+            "f1": share,
+            "baseline_f1": share,
+            "baseline_exact_match": share,
+            "top_prediction_share": 100.0,
+        }
     )
 
 

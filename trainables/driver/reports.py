@@ -110,19 +110,22 @@ def write_reports(
 
 def table_metrics(table: pd.DataFrame) -> dict[str, float]:
     """The table as MLflow metrics of the parent run, so the runs list compares sweeps:
-    ``best_<metric>/<row>`` (the row's best cell mean, e.g. a loss's best over the
-    variants) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
-    value, ``grid/<row>/<column>/collapsed`` for every cell with collapsed seeds (left
-    out of its mean); labels are made metric-name safe (``metric_key``)."""
+    ``best_<metric>/<row>`` (the row's best cell mean among its cells without
+    degenerate trials, e.g. a loss's best over the variants; none where every cell
+    holds one) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
+    value, ``grid/<row>/<column>/degenerate`` for every cell with degenerate seeds (in
+    its mean); labels are made metric-name safe (``metric_key``)."""
     metric = table.attrs["metric"]
+    degenerate = table.attrs.get("degenerate_cells") or {}
     metrics: dict[str, float] = {
-        f"grid/{metric_key(row)}/{metric_key(column)}/collapsed": float(count)
-        for (row, column), count in (table.attrs.get("collapsed_cells") or {}).items()
+        f"grid/{metric_key(row)}/{metric_key(column)}/degenerate": float(count)
+        for (row, column), count in degenerate.items()
     }
     for row in table.index:
         means = table.loc[row].xs("mean", level="stat").astype(float)
-        if means.notna().any():
-            metrics[f"best_{metric}/{metric_key(row)}"] = float(means.max())
+        learned = means[[(row, column) not in degenerate for column in means.index]]
+        if learned.notna().any():
+            metrics[f"best_{metric}/{metric_key(row)}"] = float(learned.max())
         for column in means.index:
             for stat in ("mean", "std", "delta"):
                 value = float(table.at[row, (column, stat)])

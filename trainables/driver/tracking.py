@@ -25,8 +25,8 @@ from ray.tune.result import AUTO_RESULT_KEYS
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.lineage import (
     ATTEMPT_TAG,
-    COLLAPSED_TAG,
     DATASET_COUNT_TAG,
+    DEGENERATE_TAG,
     FAILURE_TAG,
     HOSTNAME_TAG,
     LOSS_LABEL_TAG,
@@ -37,7 +37,7 @@ from search_spaces.lineage import (
     TRIAL_TAG,
 )
 from search_spaces.reports import loss_label
-from search_spaces.reports.tables import collapse_reason
+from search_spaces.reports.tables import degenerate_reason
 from search_spaces.sections import TrackingLink, TrialConfig
 
 log = logging.getLogger(__name__)
@@ -299,15 +299,16 @@ class TrialLogger(Callback):  # type: ignore[misc]
         config: Mapping[str, Any],
         status: str,
         reason: str | None = None,
-        collapsed: str | None = None,
+        degenerate: str | None = None,
     ) -> None:
         """End the trial's run: FAILED with its ``reason``, or FINISHED (a scheduler's
-        stop too), tagged ``collapsed`` with why when its model learned nothing."""
+        stop too), tagged ``degenerate`` with why when its dev predictions show that its model
+        learned nothing."""
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
-        if collapsed is not None:
-            self.client.set_tag(run_id, COLLAPSED_TAG, collapsed)
+        if degenerate is not None:
+            self.client.set_tag(run_id, DEGENERATE_TAG, degenerate)
         self.client.set_terminated(run_id, status=status)
         self._ended.add(trial_id)
 
@@ -338,8 +339,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
 
                 self.finish(trial_id, result.config, "FAILED", failure_reason(result.error))
             else:
-                collapsed = collapse_reason(result.metrics or {})
-                self.finish(trial_id, result.config, "FINISHED", collapsed=collapsed)
+                degenerate = degenerate_reason(result.metrics or {})
+                self.finish(trial_id, result.config, "FINISHED", degenerate=degenerate)
             repaired += 1
         return repaired
 
@@ -384,8 +385,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         trial_id, config = trial.trial_id, dict(trial.config)
-        collapsed = collapse_reason(trial.last_result or {})
-        self.later(lambda: self.finish(trial_id, config, "FINISHED", collapsed=collapsed))
+        degenerate = degenerate_reason(trial.last_result or {})
+        self.later(lambda: self.finish(trial_id, config, "FINISHED", degenerate=degenerate))
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         from trainables.driver.reports import failure_reason

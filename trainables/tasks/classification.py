@@ -10,7 +10,7 @@ from torch import Tensor
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import PairExample
-from trainables.metrics import always_positive_f1, pi_metrics
+from trainables.metrics import pi_baselines, pi_metrics, top_prediction_share
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 
@@ -66,7 +66,9 @@ class PairClassification(Task):
             gold += batch["labels"].tolist()
         return {
             **pi_metrics(predicted, gold, positive=self.positive),
-            # The sanity of the result (search_spaces.reports.tables.collapse_reason)
-            "baseline_f1": always_positive_f1(gold, self.positive),
-            "distinct_predictions": float(len(set(predicted))),
+            # What the model predicts, against the no-skill rules on the same pairs
+            # (search_spaces.reports.tables.degenerate_reason).
+            **pi_baselines(gold, self.positive),
+            "top_prediction_share": top_prediction_share(predicted),
+            "positive_prediction_share": 100.0 * predicted.count(self.positive) / len(predicted),
         }
