@@ -415,7 +415,7 @@ def test_table8_presets_describe_their_training_sets(
     the ones its trials train on, computed from the MRPC training file and its caps."""
     spec = get_preset(preset)
     assert spec.task.dataset == ["mrpc"] and spec.task.positive_label is None
-    assert "Scored class: the minority, 0 (not paraphrase)" in spec.description
+    assert "scored class 0 (not paraphrase, the minority)" in spec.description
     described = {
         name: (int(size.replace(",", "")), float(percent))
         for name, size, percent in DESCRIBED.findall(spec.description)
