@@ -135,6 +135,7 @@ def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTr
             "dataset": asdict(request.dataset),
             "variant": request.variant,
             "cap": request.max_train_examples,
+            "positive": request.positive_label,  # the variant's texts follow it
         }
     )
     return tiny_tokenizer(_texts(train), cache_dir, key)
@@ -182,7 +183,7 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
             "request": asdict(request),
             "tokenizer": tokenizer_fingerprint(tokenizer),
             "labels": task.labels,
-            "format": 1,
+            "format": 2,  # 2: caps on pair sets are stratified
         }
     )
     folder = cache_dir / "features" / f"{info.name}-{key}"
