@@ -45,13 +45,16 @@ class TaskSpec(Section):
     than ``original`` exist only for binary data sets.
     ``positive_label`` is the scored class of a binary (``pi``) set: F1 is the F1
     of that label and the Table 8 variants are built around it
-    (``trainables.data.variants``).
+    (``trainables.data.variants``). Unset, each trial takes its training file's
+    minority class (label 1 when the file is exactly balanced), as the paper's QQP
+    duplicates (37%): on MRPC label 0, "not paraphrase" (32.6%). The trial reports
+    the label it scored (``trainables.data.classes``).
     """
 
     kind: TaskKind | None = None
     dataset: list[DatasetRef]  # a single one is read as a one-element list
     variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
-    positive_label: Literal[0, 1] | None = None  # binary sets only; unset: 1 (MRPC, QQP)
+    positive_label: Literal[0, 1] | None = None  # binary sets only; unset: the minority
 
     @field_validator("dataset", "variant", mode="before")
     @classmethod
@@ -107,11 +110,6 @@ class TaskSpec(Section):
                 "variant",
             )
         return self
-
-    @property
-    def scored_label(self) -> Literal[0, 1]:
-        """The scored class of a binary set: ``positive_label``, 1 unless given."""
-        return 1 if self.positive_label is None else self.positive_label
 
     def kind_of(self, dataset: DatasetRef) -> TaskKind:
         """The task kind of one of the spec's data sets."""
@@ -235,7 +233,9 @@ class TrialConfig(Section):
     dataset: DatasetRef
     kind: TaskKind | None = None  # needed by a local data set; a catalogue name has its own
     variant: Variant
-    positive_label: Literal[0, 1] = 1  # the scored class of a binary set
+    # The scored class of a binary set; None: its training file's minority, which
+    # the trainable resolves where it reads the file (``trainables.trial_data``).
+    positive_label: Literal[0, 1] | None = None
     model: str = Field(min_length=1)
     loss: LossSpec
     seed: Int = Field(ge=0)

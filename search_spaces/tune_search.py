@@ -205,7 +205,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
         "dataset": grid([_plain(dataset) for dataset in spec.task.dataset]),
         "kind": spec.task.kind,
         "variant": grid(list(spec.task.variant)),
-        "positive_label": spec.task.scored_label,
+        "positive_label": spec.task.positive_label,
         "model": spec.model,
     }
     if spec.search.algorithm == "grid":

@@ -23,7 +23,9 @@ from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
 
 if TYPE_CHECKING:
+    from trainables.data.classes import ScoredClass
     from trainables.loop import Reporter
+    from trainables.trial_data import TrialData
 
 # torch and transformers are imported where a trial runs, never here: the sweep's
 # driver imports this module for ``train`` (Ray pickles it by reference) and, with
@@ -61,7 +63,42 @@ def run_trial(
         positive_label=trial.positive_label,
     )
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
-    return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
+    if data.scored is None:
+        return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
+    facts = scored_class_metrics(data, data.scored)
+    reporting = ScoredClassReporter(reporter, facts)
+    return {**fit(data, trial.model, loss_dict(trial), trial.seed, training, reporting), **facts}
+
+
+def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, float]:
+    """What a binary trial reports of its scored class: the label (``positive_label``,
+    resolved from the training file when the spec left it out), its share of the whole
+    training file (``positive_share``) and of the training set the trial trains on, the
+    variant built and capped (``train_positive_share``), each share in 0..1."""
+    counts = data.task.class_counts(data.train_features)
+    return {
+        "positive_label": float(scored.label),
+        "positive_share": scored.share,
+        "train_positive_share": counts[scored.label] / sum(counts),
+    }
+
+
+class ScoredClassReporter:
+    """Adds a binary trial's scored class (``scored_class_metrics``) to every evaluation
+    it reports, so its MLflow run and report rows say which class F1 is of."""
+
+    def __init__(self, inner: Reporter, facts: dict[str, float]) -> None:
+        self.inner = inner
+        self.facts = facts
+
+    def latest_checkpoint(self) -> Path | None:
+        return self.inner.latest_checkpoint()
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        self.inner.report({**metrics, **self.facts}, checkpoint_dir)
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        self.inner.progress(step, total, loss)
 
 
 NODE_KEY = "node_id"
@@ -158,7 +195,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", required=True, help="catalogue name, e.g. conll2003")
     parser.add_argument("--variant", default="original", help="Table 8 variant (binary sets)")
     parser.add_argument(
-        "--positive-label", type=int, choices=[0, 1], default=1, help="scored class (binary sets)"
+        "--positive-label",
+        type=int,
+        choices=[0, 1],
+        default=None,
+        help="scored class of a binary set (default: the training file's minority class)",
     )
     parser.add_argument("--model", default="tiny-bert", help="hub id, local path or tiny-bert")
     parser.add_argument("--loss", default='{"name": "ce"}', help="loss spec as JSON")

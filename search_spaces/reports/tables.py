@@ -28,6 +28,11 @@ METRICS = (
     "eval_baseline_exact_match",
     # Reported by trials before the prediction shares; read for them only.
     "eval_distinct_predictions",
+    # A binary set's scored class, its share of the training file and of the set trained
+    # on (after the variant and the cap): trainables.data.classes.
+    "positive_label",
+    "positive_share",
+    "train_positive_share",
 )
 
 

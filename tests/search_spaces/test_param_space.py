@@ -70,7 +70,7 @@ def test_grid_param_space_of_table8() -> None:
     assert space["sweep_id"] == "sweep-1"
     assert space["dataset"] == "mrpc"
     assert space["variant"] == {"grid_search": list(spec.task.variant)}
-    assert space["positive_label"] == 1  # the preset names MRPC's scored class
+    assert space["positive_label"] is None  # left to each trial: its training file's minority
     assert space["model"] == "bert-base-cased"
     assert space["loss"] == {"grid_search": expand_losses(spec)}
     assert space["seed"] == {"grid_search": [0, 1, 2]}

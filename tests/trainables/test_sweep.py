@@ -128,6 +128,11 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert tags["dicesweep.seed"] == "0" and tags["dicesweep.variant"] == "original"
         assert params["dataset"] == "mrpc" and params["training.epochs"] == "1"
+        # The smoke spec names no scored class: the trial took MRPC's minority, label 0,
+        # with 21 of its 64 stratified training pairs (1,194 of 3,668 in the file).
+        assert params["positive_label"] == "minority" and metrics["positive_label"] == 0
+        assert metrics["positive_share"] == pytest.approx(1194 / 3668)
+        assert metrics["train_positive_share"] == pytest.approx(21 / 64)
         assert 0 <= metrics["eval_f1"] <= 100 and "train_loss" in metrics
         assert steps_logged(client, trial.info.run_id) == [4]  # 64 examples / 16 = 4 steps
     dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")

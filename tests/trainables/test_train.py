@@ -18,7 +18,7 @@ from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
 from trainables.train import run_trial
-from trainables.trial_data import DataRequest, load_trial_data
+from trainables.trial_data import DataRequest, TrialData, load_trial_data
 
 
 def toy_config(**training: Any) -> dict[str, Any]:
@@ -169,7 +169,32 @@ def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> N
 def test_wce_counts_come_from_the_variant_in_use(datasets_dir: Path, tmp_path: Path) -> None:
     request = DataRequest(get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10)
     data = load_trial_data(request, datasets_dir, tmp_path)
-    assert data.task.class_counts(data.train_features) == [701, 2474]  # negatives x 0.5871
+    # The minority, label 0, is scored by default: "-negative" drops label 1 (x 0.5871).
+    assert data.task.class_counts(data.train_features) == [1194, 1452]
+
+
+class Output:
+    def __init__(self, logits: torch.Tensor) -> None:
+        self.logits = logits
+
+
+def precision_recall(data: TrialData) -> tuple[float, float]:
+    """The task's precision and recall on gold 0 0 1 1 predicted 0 0 0 1."""
+    batch = {"labels": torch.tensor([0, 0, 1, 1])}
+    logits = torch.tensor([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+    metrics = data.task.evaluate(lambda _: Output(logits), [batch], [])
+    return metrics["precision"], metrics["recall"]
+
+
+@pytest.mark.data
+def test_the_minority_is_the_default_scored_class(datasets_dir: Path, tmp_path: Path) -> None:
+    request = DataRequest(get_dataset("mrpc"), "original", "tiny-bert", 32, 128, None, 10)
+    data = load_trial_data(request, datasets_dir, tmp_path)
+    assert data.scored is not None
+    assert (data.scored.label, data.scored.named) == (0, False)
+    assert data.scored.describe() == "0 (the minority, 32.6% of the training file)"
+    # Label 0 scored: TP 2, predicted 0 three times, gold 0 twice.
+    assert precision_recall(data) == (pytest.approx(200 / 3), 100.0)
 
 
 @pytest.mark.data
@@ -177,20 +202,38 @@ def test_the_positive_label_sets_the_variant_and_the_scored_class(
     datasets_dir: Path, tmp_path: Path
 ) -> None:
     request = DataRequest(
-        get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10, positive_label=0
+        get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10, positive_label=1
     )
     data = load_trial_data(request, datasets_dir, tmp_path)
-    assert data.task.class_counts(data.train_features) == [1194, 1452]  # label 1 x 0.5871
-    batch = {"labels": torch.tensor([0, 0, 1, 1])}
-    logits = torch.tensor([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])  # predicts 0 0 0 1
+    assert data.scored is not None and (data.scored.label, data.scored.named) == (1, True)
+    assert data.task.class_counts(data.train_features) == [701, 2474]  # label 0 x 0.5871
+    # Label 1 scored: TP 1, predicted 1 once, gold 1 twice.
+    assert precision_recall(data) == (100.0, 50.0)
 
-    class Output:
-        def __init__(self, logits: torch.Tensor) -> None:
-            self.logits = logits
 
-    metrics = data.task.evaluate(lambda _: Output(logits), [batch], [])
-    # Label 0 scored: TP 2, predicted 0 three times, gold 0 twice (label 1 would give 1, 0.5).
-    assert (metrics["precision"], metrics["recall"]) == (pytest.approx(200 / 3), 100.0)
+@pytest.mark.data
+def test_a_binary_trial_reports_its_scored_class(datasets_dir: Path, tmp_path: Path) -> None:
+    """Every evaluation and the final metrics carry the resolved label and its shares,
+    for MLflow and the report rows."""
+    settings = DicesweepSettings(home=tmp_path / "home", datasets_dir=datasets_dir)
+    config = {
+        **toy_config(epochs=1, max_train_examples=40, max_eval_examples=16),
+        "dataset": "mrpc",
+        "variant": "+negative",
+    }
+    recorder = Recorder()
+    final = run_trial(config, recorder, settings)
+    assert recorder.reports
+    for metrics in [*recorder.reports, final]:
+        assert metrics["positive_label"] == 0.0
+        assert metrics["positive_share"] == pytest.approx(1194 / 3668)
+        # 40 pairs of "+negative" (854 of 4,763 label 0, 17.9%), stratified: 7 label 0.
+        assert metrics["train_positive_share"] == pytest.approx(7 / 40)
+
+
+def test_a_set_that_is_not_binary_reports_no_scored_class(toy_home: DicesweepSettings) -> None:
+    request = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 32, 128, None, 5)
+    assert load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir).scored is None
 
 
 @pytest.mark.data

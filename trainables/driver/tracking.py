@@ -22,7 +22,7 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.dataset_refs import dataset_label
+from search_spaces.dataset_refs import dataset_label, is_binary
 from search_spaces.lineage import (
     ATTEMPT_TAG,
     DATASET_COUNT_TAG,
@@ -74,12 +74,17 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
     Every parameter of the trial's loss is a param, defaults included, so the runs
     table and charts line up ``loss.alpha`` of a tversky trial that left it at 0.5
     with one that set it; a loss without the parameter (``ce``) logs none rather than
-    a made-up value, and MLflow shows the cell empty.
+    a made-up value, and MLflow shows the cell empty. A binary set's ``positive_label``
+    is the spec's, or ``minority`` when the trial resolves it from its training file
+    (the label it took is the trial's metric ``positive_label``).
     """
     loss = trial.loss.model_dump(exclude_none=True)
     params = {"loss": str(loss.pop("name"))}
     params.update({f"loss.{key}": str(value) for key, value in loss.items()})
     params.update(dataset=dataset_label(trial.dataset), variant=trial.variant, model=trial.model)
+    if is_binary(trial.dataset, trial.kind):
+        named = trial.positive_label
+        params["positive_label"] = "minority" if named is None else str(named)
     params["seed"] = str(trial.seed)
     for key, value in trial.training.model_dump().items():
         params[f"training.{key}"] = str(value)

@@ -16,11 +16,11 @@ from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 class PairClassification(Task):
     """``[CLS] a [SEP] b [SEP]`` -> class logits ``(B, C)``; F1 of the positive class
-    (the spec's ``task.positive_label``, 1 unless set)."""
+    (the spec's ``task.positive_label``, else the training file's minority class)."""
 
     kind = "pi"
 
-    def __init__(self, labels: Sequence[str], positive: int = 1) -> None:
+    def __init__(self, labels: Sequence[str], positive: int) -> None:
         super().__init__(labels)
         self.positive = positive
 
