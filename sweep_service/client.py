@@ -151,7 +151,8 @@ def list_sweeps(limit: int) -> int:
 
 
 def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each, with the failure reason of a failed one."""
+    """A sweep's trials, one line each: the optimiser steps each ran and why it stopped,
+    or the failure reason of a failed one."""
     with connect() as api:
         found, token = [], None
         while True:
@@ -163,7 +164,7 @@ def trials(sweep_id: str) -> int:
                 break
     rows = []
     for trial in found:
-        f1 = trial["metrics"].get("eval_f1")
+        f1, steps = trial["metrics"].get("eval_f1"), trial["metrics"].get("optimizer_steps")
         rows.append(
             (
                 trial["loss"],
@@ -172,10 +173,12 @@ def trials(sweep_id: str) -> int:
                 str(trial["seed"]),
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
-                trial.get("failure_reason") or "",
+                "" if steps is None else str(int(steps)),
+                trial.get("failure_reason") or trial.get("stop_reason") or "",
             )
         )
-    _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
+    header = ("loss", "dataset", "variant", "seed", "status", "eval_f1", "steps", "reason")
+    _table(header, rows)
     return 0
 
 

@@ -20,6 +20,7 @@ METRICS = (
     "eval_exact_match",
     "train_loss",
     "epoch",
+    "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
     # The sanity of a trial's result (``collapse_reason``).
     "eval_baseline_f1",
     "eval_distinct_predictions",
@@ -238,6 +239,7 @@ def paper_table(
         rows.loc[collapsed.index].groupby([rows_key, cols_key]).size().to_dict()
     )
     table.attrs["baselines"] = trivial_baselines(rows) if metric == "eval_f1" else {}
+    table.attrs["steps"] = steps_per_row(rows, rows_key, index)
     return table
 
 
@@ -276,6 +278,25 @@ def trivial_baselines(rows: pd.DataFrame) -> dict[str, float]:
         return {}
     means = rows.dropna(subset=[BASELINE_METRIC]).groupby("dataset")[BASELINE_METRIC].mean()
     return {str(name): float(value) for name, value in means.items()}
+
+
+STEPS_METRIC = "optimizer_steps"
+
+
+def steps_per_row(rows: pd.DataFrame, rows_key: str, order: Iterable[Any]) -> list[dict[str, Any]]:
+    """The optimiser steps the trials of each table row ran, in the table's ``order``:
+    ``{"row", "min", "median", "max"}`` each, so a reader sees whether every loss trained
+    as long (early stopping ends some sooner); empty for trials from before the steps
+    were recorded."""
+    if STEPS_METRIC not in rows or rows[STEPS_METRIC].isna().all():
+        return []
+    steps = rows.dropna(subset=[STEPS_METRIC]).groupby(rows_key)[STEPS_METRIC]
+    spans = steps.agg(["min", "median", "max"])
+    return [
+        {"row": label, **{stat: int(spans.at[label, stat]) for stat in ("min", "median", "max")}}
+        for label in order
+        if label in spans.index
+    ]
 
 
 FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")

@@ -159,6 +159,8 @@ class TrialPublic(BaseModel):
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"
+    # FINISHED only: why it stopped: epochs, max_steps, early_stopping or scheduler
+    stop_reason: str | None = None
     mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)
 
 
