@@ -11,7 +11,7 @@ checkpoint, in the same order, and stops where it would have stopped.
 A trial trains ``training.max_steps`` optimiser steps, or ``epochs`` epochs
 without it, and stops sooner when early stopping is on and the search metric
 has not improved for ``early_stopping_patience`` evaluations. Its last report
-carries ``stop_reason`` (``STOP_REASONS``) and, with early stopping, the best
+carries ``stop_reason`` (``StopReason``) and, with early stopping, the best
 evaluation's metrics (``final_metrics``).
 """
 
@@ -39,8 +39,7 @@ from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
 CHECKPOINT_FILE = "state.pt"
-StopReason = Literal["epochs", "max_steps", "early_stopping"]
-STOP_REASONS: tuple[StopReason, ...] = ("epochs", "max_steps", "early_stopping")
+StopReason = Literal["epochs", "max_steps", "early_stopping"]  # dicesweep.stop_reason's values
 
 
 class TrialDiverged(RuntimeError):
