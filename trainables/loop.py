@@ -39,7 +39,8 @@ from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
 CHECKPOINT_FILE = "state.pt"
-StopReason = Literal["epochs", "max_steps", "early_stopping"]  # dicesweep.stop_reason's values
+# Why a trial ends itself; the driver tags a run stopped by the scheduler "scheduler".
+StopReason = Literal["epochs", "max_steps", "early_stopping"]
 
 
 class TrialDiverged(RuntimeError):
