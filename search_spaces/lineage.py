@@ -15,6 +15,9 @@ ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or 
 # (search_spaces.reports.tables.degenerate_reason)
 DEGENERATE_TAG = "dicesweep.degenerate"
 FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."
+# Why a FINISHED trial stopped: epochs, max_steps, early_stopping (trainables.loop) or
+# scheduler (the sweep's ASHA or median rule stopped it).
+STOP_TAG = "dicesweep.stop_reason"
 # The Ray node a trial last reported from: its id, host name (the container's) and IP.
 NODE_TAG = "dicesweep.node_id"
 HOSTNAME_TAG = "dicesweep.hostname"

@@ -125,6 +125,13 @@ class TrainingSpec(Section):
     # Every number has a range a fine-tune can mean (docs/sweeps.md lists them): a
     # value outside is a typo or a unit mistake, refused before anything runs.
     epochs: Int = Field(3, ge=1, le=1000)
+    # Optimiser steps to train, epochs then ignored (Hugging Face Trainer's rule): the
+    # data is cycled, epoch after epoch, until the last step. None: ``epochs`` epochs.
+    max_steps: Int | None = Field(None, ge=1, le=100_000_000)
+    # Stop once the search metric has not improved by more than ``min_delta`` for this
+    # many evaluations in a row; the trial then reports its best evaluation. None: never.
+    early_stopping_patience: Int | None = Field(None, ge=1, le=10_000)
+    min_delta: Float = Field(0.0, ge=0, le=100)  # in the metric's units (percent)
     learning_rate: Float = Field(3e-5, ge=1e-9, le=1.0)
     batch_size: Int = Field(16, ge=1, le=65_536)
     max_seq_length: Int = Field(128, ge=8, le=4096)  # tokens
@@ -146,6 +153,20 @@ class TrainingSpec(Section):
         if value is not True and value is not False and value != "auto":
             raise rule_error(f"must be true, false or 'auto', got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _delta_needs_patience(self) -> TrainingSpec:
+        if self.min_delta > 0 and self.early_stopping_patience is None:
+            raise rule_error(
+                "min_delta applies to early stopping: set early_stopping_patience too",
+                "min_delta",
+            )
+        return self
+
+    def total_steps(self, steps_per_epoch: int) -> int:
+        """The optimiser steps a trial plans (warm-up and decay span them): ``max_steps``,
+        else ``epochs × steps_per_epoch``; early stopping may end it sooner."""
+        return self.max_steps if self.max_steps is not None else self.epochs * steps_per_epoch
 
 
 class SearchSpec(Section):
@@ -240,6 +261,7 @@ class TrialConfig(Section):
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
+    metric: Metric = "eval_f1"  # the sweep's search metric, which early stopping watches
 
     @field_validator("dataset")
     @classmethod

@@ -185,7 +185,7 @@ def _check_metric(spec: SweepSpec) -> None:
 
 def _check_scheduler(spec: SweepSpec) -> None:
     scheduler, training = spec.scheduler, spec.training
-    if scheduler.kind == "fifo" or training.eval_every_steps is not None:
+    if scheduler.kind == "fifo" or training.eval_every_steps is not None or training.max_steps:
         return
     if scheduler.grace_period >= training.epochs:
         raise rule_error(

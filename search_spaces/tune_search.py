@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
 TIME_ATTR = "training_iteration"  # one per evaluation the trainable reports
-MAX_EVALUATIONS = 10_000  # ASHA's horizon when a trial evaluates every N steps
+MAX_EVALUATIONS = 10_000  # ASHA's horizon when a trial evaluates every N steps or trains max_steps
 
 
 class SeedRepeater(Repeater):
@@ -140,7 +140,8 @@ def build_scheduler(spec: SweepSpec) -> TrialScheduler:
         return FIFOScheduler()
     if settings.kind == "asha":
         training = spec.training
-        max_t = training.epochs if training.eval_every_steps is None else MAX_EVALUATIONS
+        per_epoch = training.eval_every_steps is None and training.max_steps is None
+        max_t = training.epochs if per_epoch else MAX_EVALUATIONS
         make = functools.partial(
             ASHAScheduler,
             time_attr=TIME_ATTR,
@@ -214,6 +215,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
     else:
         space["loss"] = _sampled_loss(spec.search_space.losses[0])
     space["training"] = spec.training.model_dump()
+    space["metric"] = spec.search.metric
     return space
 
 

@@ -156,8 +156,8 @@ def list_sweeps(limit: int) -> int:
 
 
 def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each, with why a failed one failed or why a
-    degenerate one is."""
+    """A sweep's trials, one line each: the optimiser steps each ran and why it stopped,
+    with why a failed one failed or why a degenerate one is."""
     with connect() as api:
         found, token = [], None
         while True:
@@ -169,7 +169,7 @@ def trials(sweep_id: str) -> int:
                 break
     rows = []
     for trial in found:
-        f1 = trial["metrics"].get("eval_f1")
+        f1, steps = trial["metrics"].get("eval_f1"), trial["metrics"].get("optimizer_steps")
         rows.append(
             (
                 trial["loss"],
@@ -178,10 +178,15 @@ def trials(sweep_id: str) -> int:
                 str(trial["seed"]),
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
-                trial.get("failure_reason") or _degenerate(trial.get("degenerate_reason")),
+                "" if steps is None else str(int(steps)),
+                trial.get("failure_reason")
+                or _degenerate(trial.get("degenerate_reason"))
+                or trial.get("stop_reason")
+                or "",
             )
         )
-    _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
+    header = ("loss", "dataset", "variant", "seed", "status", "eval_f1", "steps", "reason")
+    _table(header, rows)
     return 0
 
 

@@ -8,7 +8,14 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import (
+    EXPERIMENT,
+    FAILURE_TAG,
+    LOSS_LABEL_TAG,
+    ROLE_TAG,
+    STOP_TAG,
+    SWEEP_TAG,
+)
 from search_spaces.reports import METRICS
 
 
@@ -51,6 +58,7 @@ def trial_rows(
             "seed": int(params.get("seed", 0)),
             "status": run.info.status,
             "failure_reason": tags.get(FAILURE_TAG),
+            "stop_reason": tags.get(STOP_TAG),  # FINISHED only: epochs, max_steps, ...
             "run_id": run.info.run_id,
         }
         row.update(

@@ -63,11 +63,12 @@ def run_trial(
         positive_label=trial.positive_label,
     )
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+    loss = loss_dict(trial)
     if data.scored is None:
-        return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
+        return fit(data, trial.model, loss, trial.seed, training, reporter, trial.metric)
     facts = scored_class_metrics(data, data.scored)
     reporting = ScoredClassReporter(reporter, facts)
-    return {**fit(data, trial.model, loss_dict(trial), trial.seed, training, reporting), **facts}
+    return {**fit(data, trial.model, loss, trial.seed, training, reporting, trial.metric), **facts}
 
 
 def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, float]:
@@ -119,7 +120,7 @@ class RayTuneReporter:
         self._restored = Path(checkpoint.to_directory())
         return self._restored
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
         import ray
         from ray import tune
 
@@ -162,13 +163,15 @@ class TerminalReporter:
             return folder
         return None
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
         from trainables.loop import CHECKPOINT_FILE
 
         target = self.output_dir / "checkpoint"
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(checkpoint_dir / CHECKPOINT_FILE, target / CHECKPOINT_FILE)
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+        shown = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, int | float) else f"{k}={v}" for k, v in metrics.items()
+        )
         (self._bar.write if self._bar else print)(shown)
 
     def progress(self, step: int, total: int, loss: float) -> None:
@@ -205,6 +208,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--loss", default='{"name": "ce"}', help="loss spec as JSON")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="optimiser steps; overrides epochs"
+    )
+    parser.add_argument(
+        "--early-stopping-patience", type=int, default=None, help="evaluations without a rise"
+    )
+    parser.add_argument("--min-delta", type=float, default=defaults.min_delta)
     parser.add_argument("--lr", type=float, default=defaults.learning_rate)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
@@ -233,6 +243,9 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "training": {
             "epochs": args.epochs,
+            "max_steps": args.max_steps,
+            "early_stopping_patience": args.early_stopping_patience,
+            "min_delta": args.min_delta,
             "learning_rate": args.lr,
             "batch_size": args.batch_size,
             "max_seq_length": args.max_seq_length,

@@ -154,11 +154,28 @@ def baseline_line(table: pd.DataFrame) -> str | None:
     return f"No-skill baselines ({NO_SKILL_RULES}): {shown}."
 
 
+def steps_line(table: pd.DataFrame) -> str | None:
+    """The optimiser steps per trial of each row in a sentence (one number where every
+    trial of the row ran as many; min/median/max otherwise), or None without them."""
+    spans = table.attrs.get("steps") or []
+    if not spans:
+        return None
+    shown = "; ".join(
+        f"{format_value(span['row'])} {_span(span['min'], span['median'], span['max'])}"
+        for span in spans
+    )
+    return f"Optimiser steps per trial (min/median/max): {shown}."
+
+
+def _span(low: int, median: int, high: int) -> str:
+    return str(low) if low == high else f"{low}/{median}/{high}"
+
+
 def notes(table: pd.DataFrame) -> list[str]:
-    """The lines under a table beyond its legend: the no-skill baselines, the
-    degenerate trials (in the means, left out of the tests) and the failed ones."""
-    baselines = baseline_line(table)
-    lines = [baselines] if baselines else []
+    """The lines under a table beyond its legend: the optimiser steps, the no-skill
+    baselines, the degenerate trials (in the means, left out of the tests) and the
+    failed ones."""
+    lines = [line for line in (steps_line(table), baseline_line(table)) if line]
     degenerate = table.attrs.get("degenerate") or []
     if degenerate:
         lines.append(DEGENERATE_HEADING)
@@ -311,6 +328,8 @@ def to_latex(table: pd.DataFrame) -> str:
     rows, columns, cells = cell_grid(table)
     title = str(table.attrs.get("title") or "dicesweep")
     caption = (f"{title}: " if table.attrs.get("title") else "") + legend(table)
+    steps = steps_line(table)
+    caption += f" {steps}" if steps else ""
     lines = [
         r"\begin{table}[t]",
         r"\centering",
@@ -330,7 +349,7 @@ def to_latex(table: pd.DataFrame) -> str:
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
-    lines += [f"% {line}" for line in [*notes(table), *budget_lines(table)]]
+    lines += [f"% {line}" for line in [*notes(table), *budget_lines(table)] if line != steps]
     return "\n".join(lines) + "\n"
 
 
@@ -378,6 +397,9 @@ def to_html(table: pd.DataFrame) -> str:
         f'<table class="grid"><caption>{escape(legend(table))}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
+    steps = steps_line(table)
+    if steps:
+        text += f'<p class="steps">{escape(steps)}</p>'
     baselines = baseline_line(table)
     if baselines:
         text += f'<p class="baselines">{escape(baselines)}</p>'

@@ -20,6 +20,7 @@ METRICS = (
     "eval_exact_match",
     "train_loss",
     "epoch",
+    "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
     # What a trial predicts and its data set's no-skill rules score (``degenerate_reason``).
     "eval_top_prediction_share",
     "eval_positive_prediction_share",
@@ -246,6 +247,7 @@ def paper_table(
         rows.loc[degenerate.index].groupby([rows_key, cols_key]).size().to_dict()
     )
     table.attrs["baselines"] = no_skill_baselines(rows)
+    table.attrs["steps"] = steps_per_row(rows, rows_key, list(table.index))
     return table
 
 
@@ -326,6 +328,25 @@ def no_skill_baselines(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
         for dataset, value in means.items():
             scores.setdefault(str(dataset), {})[name] = float(value)
     return scores
+
+
+STEPS_METRIC = "optimizer_steps"
+
+
+def steps_per_row(rows: pd.DataFrame, rows_key: str, order: Iterable[Any]) -> list[dict[str, Any]]:
+    """The optimiser steps the trials of each table row ran, in the table's ``order``:
+    ``{"row", "min", "median", "max"}`` each, so a reader sees whether every loss trained
+    as long (early stopping ends some sooner); empty for trials from before the steps
+    were recorded."""
+    if STEPS_METRIC not in rows or rows[STEPS_METRIC].isna().all():
+        return []
+    steps = rows.dropna(subset=[STEPS_METRIC]).groupby(rows_key)[STEPS_METRIC]
+    spans = steps.agg(["min", "median", "max"])
+    return [
+        {"row": label, **{stat: int(spans.at[label, stat]) for stat in ("min", "median", "max")}}
+        for label in order
+        if label in spans.index
+    ]
 
 
 FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")

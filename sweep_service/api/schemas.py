@@ -162,6 +162,8 @@ class TrialPublic(BaseModel):
     # Its latest dev predictions show it learned nothing: e.g. "predicts positive for
     # 99.3% of pairs" (search_spaces.reports.tables.degenerate_reason); never the best.
     degenerate_reason: str | None = None
+    # FINISHED only: why it stopped: epochs, max_steps, early_stopping or scheduler
+    stop_reason: str | None = None
     mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)
 
 

@@ -178,6 +178,7 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
         degenerate_reason=degenerate_reason(metrics),
+        stop_reason=None if _missing(row.get("stop_reason")) else row["stop_reason"],
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
 

@@ -58,8 +58,10 @@ class TrialLine:
     label: str  # e.g. "dsc(alpha=0.3) seed=1 mrpc/original"
     status: str  # MLflow's: RUNNING, FINISHED, FAILED, KILLED
     epoch: float | None
+    steps: int | None  # optimiser steps run, at the last evaluation
     metric: float | None
     failure_reason: str | None
+    stop_reason: str | None  # e.g. "early_stopping", once FINISHED
     mlflow_url: str | None
     degenerate_reason: str | None = None  # why its predictions show it learned nothing
 
@@ -73,8 +75,10 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
             label=f"{row['loss']} seed={row['seed']} {row['dataset']}/{row['variant']}",
             status=str(row["status"]),
             epoch=_number(row.get("epoch")),
+            steps=_whole(row.get("optimizer_steps")),
             metric=_number(row.get(metric)),
             failure_reason=_text(row.get("failure_reason")),
+            stop_reason=_text(row.get("stop_reason")),
             mlflow_url=run_url(experiment, str(row["run_id"])) if experiment else None,
             degenerate_reason=degenerate_reason(row, metric),
         )
@@ -107,6 +111,11 @@ def _number(value: Any) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return float(value)
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
 
 
 def _text(value: Any) -> str | None:

@@ -60,6 +60,10 @@ def running_sweep(session: Session, alice: Owner, tracking: MlflowClient) -> tup
     parent = write_parent(tracking, sweep.id)
     run_ids = write_trials(tracking, sweep.id, TRIALS)
     tracking.log_metric(run_ids[-1], "epoch", 2.0)
+    tracking.log_metric(run_ids[-1], "optimizer_steps", 30)
+    # dsc seed=1 stopped early after 460 optimiser steps, as the driver tags it.
+    tracking.log_metric(run_ids[3], "optimizer_steps", 460)
+    tracking.set_tag(run_ids[3], "dicesweep.stop_reason", "early_stopping")
     progress = TrialProgress(
         running=1,
         done=4,
@@ -111,8 +115,11 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     answer = api.client.get(f"/sweeps/{sweep_id}")
     assert answer.status_code == 200
     html, text = answer.text, _text(answer.text)
-    # The running trial with its epoch and latest metric.
-    assert "focal(gamma=2) seed=1 mrpc/original 2 61.50" in text
+    # The running trial with its epoch, optimiser steps and latest metric.
+    assert "focal(gamma=2) seed=1 mrpc/original 2 30 61.50" in text
+    # A finished trial with its steps and why it stopped; the steps under the table.
+    assert "dsc(alpha=0.1) seed=1 mrpc/original finished 460 early stopping 87.00" in text
+    assert "Optimiser steps per trial (min/median/max): dsc(alpha=0.1) 460." in text
     # The table: mean ± std over seeds, the delta against ce; dsc's mean is the best.
     assert "81.00 ± 1.41" in text
     assert "85.50 ± 2.12 (+4.50)" in text

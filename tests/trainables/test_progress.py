@@ -70,6 +70,9 @@ def test_a_trials_share_of_its_work_and_its_line() -> None:
     halfway = TrialState("a", "RUNNING", epoch=1.5, epochs=3, value=71.5)
     assert halfway.progress == 0.5 and halfway.state("eval_f1") == "epoch 1.5/3  eval_f1 71.50"
     assert TrialState("a", "ERROR", epoch=1, epochs=3).progress == 1.0  # no more to do
+    # With max_steps the trial's length is its steps, whatever its epochs say.
+    stepped = TrialState("a", "RUNNING", epoch=8.0, epochs=3, value=71.5, steps=120, max_steps=480)
+    assert stepped.progress == 0.25 and stepped.state("eval_f1") == "step 120/480  eval_f1 71.50"
 
 
 def test_a_snapshot_counts_and_its_plain_line() -> None:

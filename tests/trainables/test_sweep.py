@@ -135,6 +135,7 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert metrics["train_positive_share"] == pytest.approx(21 / 64)
         assert 0 <= metrics["eval_f1"] <= 100 and "train_loss" in metrics
         assert steps_logged(client, trial.info.run_id) == [4]  # 64 examples / 16 = 4 steps
+        assert metrics["optimizer_steps"] == 4 and tags["dicesweep.stop_reason"] == "epochs"
     dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")
     assert dsc.data.params["loss.alpha"] == "0.1"
     # Named for the MLflow UI: the spec's name and a short id; each trial by its loss,

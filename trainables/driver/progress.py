@@ -62,36 +62,47 @@ class TrialState:
     epochs: int | None = None
     value: float | None = None  # the metric at the latest evaluation
     degenerate: bool = False  # its latest evaluation's predictions show it learned nothing
+    steps: int | None = None  # optimiser steps at the latest evaluation
+    max_steps: int | None = None  # training.max_steps: the trial's length instead of epochs
 
     @property
     def progress(self) -> float:
         """The share of the trial's work done, 0 to 1: 1 once it ended, else the
-        epochs evaluated of its epochs."""
+        steps run of its ``max_steps``, or the epochs evaluated of its epochs."""
         if self.status in ENDED:
             return 1.0
+        if self.max_steps:
+            return min((self.steps or 0) / self.max_steps, 1.0)
         if not self.epoch or not self.epochs:
             return 0.0
         return min(self.epoch / self.epochs, 1.0)
 
     def state(self, metric: str) -> str:
-        """``"epoch 1.5/3  eval_f1 71.50"``; ``"starting"`` before its first evaluation."""
+        """``"epoch 1.5/3  eval_f1 71.50"`` (``"step 120/500 ..."`` with ``max_steps``);
+        ``"starting"`` before its first evaluation."""
         if self.epoch is None:
             return "starting"
-        text = f"epoch {round(self.epoch, 2):g}/{self.epochs or '?'}"
+        if self.max_steps:
+            text = f"step {self.steps or 0}/{self.max_steps}"
+        else:
+            text = f"epoch {round(self.epoch, 2):g}/{self.epochs or '?'}"
         return text + (f"  {metric} {self.value:.2f}" if self.value is not None else "")
 
 
 def trial_state(trial: Any, metric: str, label: str) -> TrialState:
     """The state of a Tune ``Trial`` (its status, config and last result)."""
     result = trial.last_result or {}
-    epoch, value = result.get("epoch"), result.get(metric)
+    epoch, value, steps = result.get("epoch"), result.get(metric), result.get("optimizer_steps")
+    training = trial.config.get("training", {})
     return TrialState(
         label=label,
         status=trial.status,
         epoch=float(epoch) if epoch is not None else None,
-        epochs=trial.config.get("training", {}).get("epochs"),
+        epochs=training.get("epochs"),
         value=float(value) if value is not None else None,
         degenerate=degenerate_reason(result, metric) is not None,
+        steps=int(steps) if steps is not None else None,
+        max_steps=training.get("max_steps"),
     )
 
 

@@ -33,6 +33,7 @@ from search_spaces.lineage import (
     NODE_IP_TAG,
     NODE_TAG,
     ROLE_TAG,
+    STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
 )
@@ -305,13 +306,17 @@ class TrialLogger(Callback):  # type: ignore[misc]
         status: str,
         reason: str | None = None,
         degenerate: str | None = None,
+        stopped: str | None = None,
     ) -> None:
         """End the trial's run: FAILED with its ``reason``, or FINISHED (a scheduler's
-        stop too), tagged ``degenerate`` with why when its dev predictions show that its model
+        stop too) with why it ``stopped``, tagged ``degenerate`` with why when its dev
+        predictions show that its model
         learned nothing."""
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
+        if stopped is not None:
+            self.client.set_tag(run_id, STOP_TAG, stopped)
         if degenerate is not None:
             self.client.set_tag(run_id, DEGENERATE_TAG, degenerate)
         self.client.set_terminated(run_id, status=status)
@@ -389,9 +394,16 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.later(lambda: self.recovered(trial_id))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        trial_id, config = trial.trial_id, dict(trial.config)
-        degenerate = degenerate_reason(trial.last_result or {})
-        self.later(lambda: self.finish(trial_id, config, "FINISHED", degenerate=degenerate))
+        trial_id, config, last = trial.trial_id, dict(trial.config), trial.last_result or {}
+        degenerate = degenerate_reason(last)
+        # The trainable's last report says why it stopped; without one, the scheduler
+        # stopped it after an earlier evaluation.
+        stopped = str(last.get("stop_reason") or "scheduler")
+        self.later(
+            lambda: self.finish(
+                trial_id, config, "FINISHED", degenerate=degenerate, stopped=stopped
+            )
+        )
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         from trainables.driver.reports import failure_reason
