@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from search_spaces.dataset_refs import DatasetRef, dataset_label, is_binary
+from search_spaces.dataset_refs import BoundedPath, DatasetRef, dataset_label, is_binary
 from search_spaces.datasets import (
     DATASETS,
     VARIANTS,
@@ -236,7 +236,7 @@ class TrialConfig(Section):
     kind: TaskKind | None = None  # needed by a local data set; a catalogue name has its own
     variant: Variant
     positive_label: Literal[0, 1] = 1  # the scored class of a binary set
-    model: str = Field(min_length=1)
+    model: BoundedPath
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec

@@ -54,6 +54,11 @@ class DicesweepSettings(BaseSettings):
     storage_path: str = Field(default_factory=lambda d: str(d["home"] / "ray_results"))
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
+    # Folders besides ``datasets_dir`` that data sets and model folders may lie in (JSON
+    # list: DICESWEEP_DATA_ROOTS='["/data/team"]'). Unset: any folder (``dicesweep
+    # run``); set, ``[]`` included (the service sends it to its jobs): every file a
+    # driver or trial opens must resolve inside ``datasets_dir`` or one of them.
+    data_roots: list[Path] | None = None
 
     @field_validator("home")
     @classmethod

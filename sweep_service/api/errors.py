@@ -119,9 +119,22 @@ def spec_loc(path: str) -> list[str | int]:
     return parts
 
 
+MAX_MESSAGE_CHARS = 1000  # of one issue: a refused value is quoted by a short prefix only
+
+
+def _bounded(message: str) -> str:
+    """``message`` cut to ``MAX_MESSAGE_CHARS``: a rule that quotes a huge value whole
+    (a loss name, a list) never echoes it back."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message)} characters)"
+
+
 def issue_details(issues: Sequence[SpecIssue]) -> list[dict[str, Any]]:
     """Each issue as ``{"loc", "msg", "type"}``, the shape of FastAPI's own 422s."""
-    return [{"loc": spec_loc(i.path), "msg": i.message, "type": "spec_rule"} for i in issues]
+    return [
+        {"loc": spec_loc(i.path), "msg": _bounded(i.message), "type": "spec_rule"} for i in issues
+    ]
 
 
 def error_response(
@@ -164,7 +177,7 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
         return error_response(error.code, error.body, error.headers)
     if isinstance(error, RequestValidationError):
         details = [
-            {"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+            {"loc": list(item["loc"]), "msg": _bounded(item["msg"]), "type": item["type"]}
             for item in error.errors()
         ]
         return error_response("invalid_request", details)
