@@ -27,6 +27,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from search_spaces.settings import check_private, forwarded_settings, isolate_ray
 from search_spaces.versions import SUBMITTER_ENV, skew, stack_versions
@@ -325,6 +326,20 @@ def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
         yield address
 
 
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """How uvicorn serves the API. Behind a TLS proxy, that proxy's X-Forwarded-Proto
+    and X-Forwarded-For give the scheme (the sign-in cookie's ``Secure``) and the client
+    (the failed sign-in limit), believed from ``trusted_proxies`` only."""
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "info",
+        "access_log": settings.access_log,
+        "proxy_headers": True,
+        "forwarded_allow_ips": settings.trusted_proxies,
+    }
+
+
 def serve(settings: ServiceSettings) -> None:
     """Run until interrupted; everything started here is stopped on the way out."""
     import uvicorn
@@ -374,12 +389,6 @@ def serve(settings: ServiceSettings) -> None:
         gc.collect()
         gc.freeze()
         try:
-            uvicorn.run(
-                app,
-                host=settings.host,
-                port=settings.port,
-                log_level="info",
-                access_log=settings.access_log,
-            )
+            uvicorn.run(app, **uvicorn_options(settings))
         finally:
             reconciler.stop()

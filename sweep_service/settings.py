@@ -30,6 +30,16 @@ class ServiceSettings(DicesweepSettings):
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts
+    # Wrong API keys (sign-in form or API) a client may send per window before it is
+    # refused with 429 until the window has passed.
+    sign_in_failures: int = Field(10, ge=1)
+    sign_in_window_s: float = Field(60.0, gt=0)
+    # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips:
+    # comma-separated addresses or networks, "*" for any): the TLS ingress in front.
+    trusted_proxies: str = "127.0.0.1"
+    # Where people reach the service (https://sweeps.example.org); an https one makes
+    # the sign-in cookie Secure whatever scheme the last hop used.
+    public_url: str | None = None
 
     @property
     def loopback(self) -> bool:

@@ -39,6 +39,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "invalid_transition": 409,  # e.g. cancelling a finished sweep
     "resubmission_limit": 409,
     "quota_exceeded": 429,
+    "too_many_failures": 429,  # wrong API keys from one client, too many in a window
     "authentication_failed": 401,
     "invalid_argument": 400,  # e.g. a page token no earlier page gave
     # The API's own.
@@ -85,6 +86,7 @@ class ErrorBody(BaseModel):
 COMMON_ERRORS: Final[dict[int, str]] = {
     400: "an unreadable body (not UTF-8, nested too deeply) or a page token no page gave",
     401: "no API key, or a wrong or revoked one",
+    429: "too many wrong API keys from this client lately (or a quota): retry later",
     422: "a body, query or header of the wrong shape: each field and the rule it breaks",
     503: "the store or MLflow does not answer; retry",
 }
