@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from sweep_service.api.auth import OwnerCache
 from sweep_service.api.deps import Services
 from sweep_service.api.errors import install_error_handlers
+from sweep_service.api.grid import PngRenderer
 from sweep_service.api.hardening import FailureLimit, SecurityHeaders
 from sweep_service.api.limits import BodySizeLimit
 from sweep_service.api.main import ROUTERS, route_templates
@@ -66,6 +67,7 @@ def create_app(
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
         failures=FailureLimit(settings.sign_in_failures, settings.sign_in_window_s),
+        png=PngRenderer(),
     )
     install_error_handlers(app)
     app.add_exception_handler(SignInRequired, to_sign_in)

@@ -16,6 +16,7 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import Caller, OwnerCache, request_owner
+from sweep_service.api.grid import PngRenderer
 from sweep_service.api.hardening import FailureLimit
 from sweep_service.api.metrics import ApiMetrics
 from sweep_service.runner import Runner
@@ -34,6 +35,7 @@ class Services:
     metrics: ApiMetrics
     owners: OwnerCache
     failures: FailureLimit
+    png: PngRenderer
 
 
 def get_services(request: Request) -> Services:

@@ -10,6 +10,7 @@ import io
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -154,3 +155,23 @@ def test_the_cookie_is_secure_behind_a_trusted_tls_proxy(
     # A public https URL makes it Secure whatever the last hop said.
     public = cookie(trusted_proxies="10.0.0.1", public_url="https://sweeps.example.org")
     assert "secure" in public.lower()
+
+
+def test_a_png_grid_is_drawn_once_per_sweep_state_off_the_request_threads(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    sweep = create_sweep(session, alice.id, make_draft(trials=3)).sweep
+    write_trials(tracking, sweep.id, [FakeTrial({"name": "ce"}, eval_f1=80.0)])
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    path = f"/v1/sweeps/{sweep.id}/grid?format=png"
+    renderer = api.client.app.state.services.png  # type: ignore[attr-defined]
+    with ThreadPoolExecutor(8) as pool:  # a burst of the same plot: one drawing
+        answers = list(pool.map(lambda _: api.client.get(path, headers=headers), range(8)))
+    assert {a.status_code for a in answers} == {200}
+    assert {a.content for a in answers} == {answers[0].content}
+    assert answers[0].content.startswith(b"\x89PNG")
+    assert renderer.drawn == 1
+    write_trials(tracking, sweep.id, [FakeTrial({"name": "dsc", "alpha": 0.1}, eval_f1=84.0)])
+    changed = api.client.get(path, headers=headers)  # a trial finished: drawn again
+    assert changed.status_code == 200 and changed.content != answers[0].content
+    assert renderer.drawn == 2

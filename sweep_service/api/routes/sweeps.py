@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
+from starlette.concurrency import run_in_threadpool
 
 from search_spaces.presets import list_presets
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
     RunnerDep,
+    ServicesDep,
     SessionDep,
     SettingsDep,
     SweepDep,
@@ -177,9 +180,10 @@ def read_trials(
         ),
     },
 )
-def read_grid(
+async def read_grid(
     sweep: SweepDep,
     tracking: TrackingDep,
+    services: ServicesDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
@@ -188,9 +192,15 @@ def read_grid(
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
     delta against ``ce`` marked where the paired test finds it significant, the best
     per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
-    trials = from_mlflow(lambda: trial_rows(tracking, sweep.id))
-    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric)
-    content, media_type = render(table, fmt)
+    # Async: a PNG is awaited without holding a request thread (PngRenderer).
+    trials = await run_in_threadpool(from_mlflow, lambda: trial_rows(tracking, sweep.id))
+    table = await run_in_threadpool(
+        grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric
+    )
+    if fmt is GridFormat.PNG:
+        content = await asyncio.wrap_future(services.png.png(table))
+        return Response(content, media_type=MEDIA_TYPES[fmt])
+    content, media_type = await run_in_threadpool(render, table, fmt)
     return Response(content, media_type=media_type)
 
 
