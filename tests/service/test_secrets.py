@@ -7,6 +7,7 @@ read is refused at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -19,6 +20,8 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy import URL
 
 from search_spaces.lineage import EXPERIMENT
+from sweep_service import serve
+from sweep_service.settings import ServiceSettings
 from tests.service.test_e2e import CLI, Service, wait
 
 pytestmark = pytest.mark.data
@@ -140,3 +143,27 @@ def test_a_ray_token_others_may_read_is_refused_at_start(short_home: Path, mode:
     assert "may be read by others" in refused.stderr
     assert f"chmod 600 {token}" in refused.stderr
     assert not (short_home / "ray" / "session_latest").exists()  # no head started
+
+
+def test_a_job_and_the_head_get_settings_by_name_and_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The environment a job is submitted with (the Jobs API shows it, Ray's agent logs
+    # it) and the local head's, which every driver and trial inherits.
+    token, key = f"hf_{secrets.token_hex(16)}", f"ds_{secrets.token_hex(16)}"
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("DICESWEEP_API_KEY", key)
+    monkeypatch.setenv("DICESWEEP_DATABASE_URL", "postgresql://u:pw-secret@db/x")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DICESWEEP_SOMETHING_ELSE", "not a setting")
+    home = tmp_path / "home"
+    env = serve.job_environment(ServiceSettings(home=home, data_roots=[tmp_path / "team"]))
+    shown = "\n".join(f"{k}={v}" for k, v in {**env, **serve._head_env()}.items())
+    for secret in (token, key, "pw-secret", "not a setting"):
+        assert secret not in shown
+    assert env["HF_HUB_OFFLINE"] == "1"  # Hugging Face's settings, by name
+    assert json.loads(env["DICESWEEP_DATA_ROOTS"]) == [str(tmp_path / "team")]
+    token_file = Path(env["HF_TOKEN_PATH"])
+    assert token_file.read_text() == token
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert token_file.parent.stat().st_mode & 0o777 == 0o700
