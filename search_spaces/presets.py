@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from search_spaces.errors import SpecError, SpecIssue
+from search_spaces.errors import SpecError, SpecIssue, brief
 from search_spaces.spec import (
     DEFAULT_MAX_TRIALS,
     SweepSpec,
@@ -87,7 +87,9 @@ def get_preset(name: str) -> SweepSpec:
         UnknownPresetError: no such preset; the message lists the valid names.
     """
     if name not in _read_presets():
-        raise UnknownPresetError(f"unknown preset {name!r}; valid: {', '.join(preset_names())}")
+        raise UnknownPresetError(
+            f"unknown preset {brief(name)}; valid: {', '.join(preset_names())}"
+        )
     return resolve_spec({"extends": name}, shared_presets())
 
 
@@ -127,7 +129,7 @@ def apply_extends(
         return dict(data)
     if not isinstance(name, str) or name not in presets:
         valid = ", ".join(sorted(presets))
-        raise SpecError([SpecIssue("extends", f"unknown preset {name!r}; valid: {valid}")])
+        raise SpecError([SpecIssue("extends", f"unknown preset {brief(name)}; valid: {valid}")])
     if name in chain:
         cycle = " -> ".join((*chain, name))
         raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])

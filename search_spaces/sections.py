@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from search_spaces.dataset_refs import DatasetRef, dataset_label, is_binary
+from search_spaces.dataset_refs import BoundedPath, DatasetRef, dataset_label, is_binary
 from search_spaces.datasets import (
     DATASETS,
     VARIANTS,
@@ -257,7 +257,7 @@ class TrialConfig(Section):
     # The scored class of a binary set; None: its training file's minority, which
     # the trainable resolves where it reads the file (``trainables.trial_data``).
     positive_label: Literal[0, 1] | None = None
-    model: str = Field(min_length=1)
+    model: BoundedPath
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec

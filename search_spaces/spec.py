@@ -41,7 +41,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from search_spaces.dataset_refs import dataset_label
+from search_spaces.dataset_refs import BoundedPath, dataset_label
 from search_spaces.errors import SpecError, SpecIssue, rule_error
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
@@ -80,7 +80,7 @@ class SweepSpec(Section):
     description: str = ""
     extends: str | None = None  # the preset this spec started from, kept for provenance
     task: TaskSpec
-    model: str = Field("bert-base-cased", min_length=1)  # hub id, local path or "tiny-bert"
+    model: BoundedPath = "bert-base-cased"  # hub id, local path or "tiny-bert"
     training: TrainingSpec = TrainingSpec()
     search_space: SearchSpaceSpec
     seeds: list[Int] = Field(default_factory=lambda: [0])

@@ -136,12 +136,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """The REST API with the embedded defaults (or the configured cluster and stores)."""
     import logging
 
+    from search_spaces.settings import UnsafeSecretError
     from sweep_service.serve import serve
     from sweep_service.settings import ServiceSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    serve(ServiceSettings(**overrides))
+    try:
+        serve(ServiceSettings(**overrides))
+    except UnsafeSecretError as refused:  # said in one line: what to do is in it
+        print(f"dicesweep serve: {refused}", file=sys.stderr)
+        return 1
     return 0
 
 

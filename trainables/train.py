@@ -13,10 +13,11 @@ import argparse
 import json
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from search_spaces.data_roots import allowed_roots, confined_folder
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.datasets import get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
@@ -52,10 +53,12 @@ def run_trial(
     settings = settings or DicesweepSettings()
     trial = parse_config(config)
     training = trial.training
+    roots = allowed_roots(settings)
+    model = trial_model(trial.model, roots)
     request = DataRequest(
-        dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir),
+        dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir, roots),
         variant=trial.variant,
-        model=trial.model,
+        model=model,
         max_seq_length=training.max_seq_length,
         doc_stride=training.doc_stride,
         max_train_examples=training.max_train_examples,
@@ -65,10 +68,10 @@ def run_trial(
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
     loss = loss_dict(trial)
     if data.scored is None:
-        return fit(data, trial.model, loss, trial.seed, training, reporter, trial.metric)
+        return fit(data, model, loss, trial.seed, training, reporter, trial.metric)
     facts = scored_class_metrics(data, data.scored)
     reporting = ScoredClassReporter(reporter, facts)
-    return {**fit(data, trial.model, loss, trial.seed, training, reporting, trial.metric), **facts}
+    return {**fit(data, model, loss, trial.seed, training, reporting, trial.metric), **facts}
 
 
 def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, float]:
@@ -100,6 +103,19 @@ class ScoredClassReporter:
 
     def progress(self, step: int, total: int, loss: float) -> None:
         self.inner.progress(step, total, loss)
+
+
+def trial_model(model: str, roots: Sequence[Path] | None) -> str:
+    """The model to load: with ``roots`` (a service's job) a folder is resolved, once it
+    and every file in it lie inside them; a hub id or ``tiny-bert`` as it is.
+
+    Raises:
+        OutsideRootsError: the folder or a file in it resolves outside ``roots``.
+    """
+    folder = Path(model)
+    if roots is None or not folder.is_absolute() or not folder.is_dir():
+        return model  # the driver made a folder absolute; the rest are hub ids
+    return str(confined_folder(folder, roots, f"model folder {folder.name!r}"))
 
 
 NODE_KEY = "node_id"

@@ -235,33 +235,61 @@ def to_markdown(table: pd.DataFrame) -> str:
     legend and the failed trials under it."""
     rows, columns, cells = cell_grid(table)
     shown = pd.DataFrame(
-        [[_markdown_cell(cell) for cell in line] for line in cells], index=rows, columns=columns
+        [[_markdown_cell(cell) for cell in line] for line in cells],
+        index=[_markdown_text(row) for row in rows],
+        columns=[_markdown_text(column) for column in columns],
     )
-    shown.index.name = table.attrs["rows_key"]
+    shown.index.name = _markdown_text(table.attrs["rows_key"])
     text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
     for line in notes(table):
-        text += ("\n" if line.startswith("- ") else "\n\n") + line
+        text += ("\n" if line.startswith("- ") else "\n\n") + _markdown_text(line)
     return text + budget_markdown(table)
 
 
 def _markdown_cell(cell: Cell) -> str:
     if not cell.text:
         return ""
-    return (f"**{cell.text}**" if cell.best else cell.text) + cell.mark
+    text = _markdown_text(cell.text)
+    return (f"**{text}**" if cell.best else text) + cell.mark
+
+
+def one_line(text: Any) -> str:
+    """``text`` on one line: every line break and control character a space (a name or
+    a failure's reason must not start a line of its own in any export)."""
+    return "".join(char if char.isprintable() else " " for char in str(text))
+
+
+def _markdown_text(text: Any) -> str:
+    """One line, a table cell's ``|`` escaped and no raw HTML (renderers show it)."""
+    escaped = one_line(text).replace("\\", "\\\\").replace("|", "\\|")
+    return escaped.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _failed_label(entry: Mapping[str, Any]) -> str:
     return f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def to_csv(table: pd.DataFrame) -> str:
     """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta and
-    ``degenerate`` (how many of the cell's seeds are, all in its mean)."""
-    long = long_form(table)
+    ``degenerate`` (how many of the cell's seeds are, all in its mean). A text cell a
+    spreadsheet would run as a formula starts with ``'`` (OWASP's guard)."""
+    frame = long_form(table)
     degenerate = table.attrs.get("degenerate_cells") or {}
-    keys = zip(long.iloc[:, 0], long.iloc[:, 1], strict=True)
-    long["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
-    return str(long.to_csv(index=False))
+    keys = zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True)
+    frame["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
+    for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
+        frame[key] = frame[key].map(_csv_text)
+    return str(frame.to_csv(index=False))
+
+
+def _csv_text(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return f"'{value}"
+    return value
 
 
 def to_json(table: pd.DataFrame) -> str:
@@ -318,7 +346,7 @@ def _latex_escape(text: str) -> str:
         "^": r"\textasciicircum{}",
         "\\": r"\textbackslash{}",
     }
-    return "".join(special.get(char, char) for char in text)
+    return "".join(special.get(char, char) for char in one_line(text))
 
 
 def to_latex(table: pd.DataFrame) -> str:
@@ -349,7 +377,9 @@ def to_latex(table: pd.DataFrame) -> str:
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
-    lines += [f"% {line}" for line in [*notes(table), *budget_lines(table)] if line != steps]
+    # One line each: a line break in a note (a failure's reason) would end the comment.
+    notes_and_curves = [*notes(table), *budget_lines(table)]
+    lines += [f"% {one_line(line)}" for line in notes_and_curves if line != steps]
     return "\n".join(lines) + "\n"
 
 

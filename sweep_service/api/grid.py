@@ -3,7 +3,11 @@ format a client asks for."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 
 import pandas as pd
@@ -129,6 +133,36 @@ def _check_columns(rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str
             {"loc": ["query", name], "msg": msg, "type": "value_error"} for name, msg in problems
         ]
         raise ApiError("invalid_request", details)
+
+
+class PngRenderer:
+    """PNG grids drawn on one thread of their own, never on the request threads (a
+    drawing takes 0.1-0.5 s of CPU: a burst of them held every request thread and
+    slowed every other request to seconds), and kept by what they show: a table, and so
+    a sweep's state, drawn once is not drawn again; requests for the same one while it
+    is being drawn share the drawing. At most ``max_kept`` are kept, the oldest dropped."""
+
+    def __init__(self, max_kept: int = 64) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png-grid")
+        self._kept: OrderedDict[str, Future[bytes]] = OrderedDict()
+        self._max_kept = max_kept
+        self._lock = threading.Lock()
+        self.drawn = 0  # how many drawings were started (/metrics-style tally)
+
+    def png(self, table: pd.DataFrame) -> Future[bytes]:
+        """The PNG of ``table``, kept or being drawn; a failed drawing is not kept."""
+        key = hashlib.sha256(to_json(table).encode()).hexdigest()
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None and not (kept.done() and kept.exception() is not None):
+                self._kept.move_to_end(key)
+                return kept
+            self.drawn += 1
+            drawing = self._pool.submit(to_png, table)
+            self._kept[key] = drawing
+            while len(self._kept) > self._max_kept:
+                self._kept.popitem(last=False)
+            return drawing
 
 
 def render(table: pd.DataFrame, fmt: GridFormat) -> tuple[bytes, str]:

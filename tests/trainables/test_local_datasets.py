@@ -198,7 +198,7 @@ def test_folder_checks_name_the_field_and_the_rule(tmp_path: Path) -> None:
         return [f"{issue.path}: {issue.message}" for issue in issues]
 
     assert problems("mine") == [
-        "task.dataset[0].path: data set 'mine': mine has no eval file "
+        "task.dataset[0].path: data set 'mine': 'mine' has no eval file "
         "(one of: dev.conll, dev.txt, validation.conll, validation.txt)"
     ]
     assert "'..' is not allowed" in problems("mine/../../outside")[0]

@@ -26,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from search_spaces.checks import dataset_issues, model_folder, model_issues
+from search_spaces.checks import dataset_issues, local_file_issues, model_folder, model_issues
+from search_spaces.data_roots import allowed_roots
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
@@ -292,6 +293,11 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
     if args.resolved_spec:
         # Checked by the service; a model folder is relative to the data-sets folder.
         spec = validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
+        roots = allowed_roots(settings)
+        # What lies on disk may have changed since: checked again before trials open it.
+        issues = [] if roots is None else local_file_issues(spec, settings.datasets_dir, roots)
+        if issues:
+            raise SpecError(issues)
         return with_absolute_model(spec, settings.datasets_dir)
     raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
     spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))

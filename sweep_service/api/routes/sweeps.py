@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
+from starlette.concurrency import run_in_threadpool
 
 from search_spaces.presets import list_presets
 from search_spaces.reports.budget import stage_one_is_random
@@ -12,6 +14,7 @@ from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
     RunnerDep,
+    ServicesDep,
     SessionDep,
     SettingsDep,
     SweepDep,
@@ -176,9 +179,10 @@ def read_trials(
         ),
     },
 )
-def read_grid(
+async def read_grid(
     sweep: SweepDep,
     tracking: TrackingDep,
+    services: ServicesDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
@@ -187,10 +191,16 @@ def read_grid(
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
     delta against ``ce`` marked where the paired test finds it significant, the best
     per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
-    trials = sweep_trials(tracking, sweep)
+    # Async: a PNG is awaited without holding a request thread (PngRenderer).
+    trials = await run_in_threadpool(sweep_trials, tracking, sweep)
     random_sampling = stage_one_is_random(sweep.resolved_spec)
-    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling)
-    content, media_type = render(table, fmt)
+    table = await run_in_threadpool(
+        grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling
+    )
+    if fmt is GridFormat.PNG:
+        content = await asyncio.wrap_future(services.png.png(table))
+        return Response(content, media_type=MEDIA_TYPES[fmt])
+    content, media_type = await run_in_threadpool(render, table, fmt)
     return Response(content, media_type=media_type)
 
 
