@@ -32,7 +32,7 @@ from sweep_service.runner import JobState
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Sweep
 
-INSTALLED = ("mrpc",)  # the data sets whose trial files the generated folder holds
+INSTALLED = ("mrpc", "ud_en_ewt")  # the data sets whose trial files the generated folder holds
 
 
 @dataclass

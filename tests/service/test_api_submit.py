@@ -107,7 +107,9 @@ def test_a_data_set_path_leaving_the_folder_is_refused_without_showing_paths(
 ) -> None:
     escaping = {"train": "../outside/train.tsv", "eval": "mrpc/dev.tsv"}
     monkeypatch.setitem(DATASETS, "mrpc", dataclasses.replace(DATASETS["mrpc"], files=escaping))
-    refused = api.client.post("/v1/sweeps", json={"extends": "smoke"})
+    refused = api.client.post(
+        "/v1/sweeps", json={**SMOKE, "task": {"kind": "pi", "dataset": "mrpc"}}
+    )
     assert refused.status_code == 422
     [issue] = refused.json()["detail"]
     assert issue["loc"] == ["body", "task", "dataset", 0]

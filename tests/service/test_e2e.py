@@ -192,6 +192,11 @@ def check_smoke_sweep(service: Service) -> None:
         grid = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": fmt})
         assert grid.status_code == 200, grid.text
         assert marker in grid.content[:200] or marker in grid.content, fmt
+    # A table that shows something: a number in every cell, no trial flagged.
+    table = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": "json"}).json()
+    assert len(table["cells"]) == 2, table
+    assert all(isinstance(cell["mean"], float) for cell in table["cells"]), table
+    assert table["collapsed"] == [] and not any(cell["collapsed"] for cell in table["cells"])
     runs = trial_runs(service.home, sweep_id)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
     # The driver ran the spec the service resolved and stored, presets already applied.
