@@ -64,7 +64,7 @@ def _local_problem(
         if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
             return "'..' is not allowed in a data set path"
         if not _under(dataset.folder(datasets_dir), roots):
-            return f"{dataset.path} {OUTSIDE_ROOTS}"
+            return f"{dataset.path} {outside_roots(roots)}"
     if not dataset.folder(datasets_dir).is_dir():
         return f"{dataset.path} is not a folder"
     found = dataset.split_files(datasets_dir)
@@ -74,10 +74,15 @@ def _local_problem(
     return None
 
 
-OUTSIDE_ROOTS = (
-    "is not under the data-sets folder or another allowed root "
-    "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
-)
+def outside_roots(roots: Sequence[Path]) -> str:
+    """The refusal of a folder outside ``roots``, naming them: they are where a folder
+    is to be put, so the person submitting needs them."""
+    checked = ", ".join(str(root) for root in roots)
+    return (
+        "is not under the data-sets folder or another allowed root "
+        "(DICESWEEP_DATASETS_DIR, $DICESWEEP_HOME/datasets, DICESWEEP_DATA_ROOTS); "
+        f"checked: {checked}; symlinks are followed"
+    )
 
 
 def _under(path: Path, roots: Sequence[Path]) -> bool:
@@ -125,7 +130,7 @@ def model_issues(
     if folder is None:
         problem = _hub_problem(model, "model")
     elif roots is not None and not _under(folder, roots):
-        problem = f"model folder {model} {OUTSIDE_ROOTS}"
+        problem = f"model folder {model} {outside_roots(roots)}"
     elif not (folder / "config.json").is_file():
         problem = f"model folder {model} has no config.json (a saved transformers model has)"
     else:

@@ -29,7 +29,7 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
     Raises:
         SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
             whose files are missing or not under ``settings.datasets_dir`` (local folders:
-            or ``settings.data_roots``), or a model that cannot be loaded: a folder
+            or another of ``data_roots``), or a model that cannot be loaded: a folder
             outside them or without its config, a hub id neither cached nor on the hub.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
@@ -42,13 +42,22 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
             "(DICESWEEP_MAX_SPEC_BYTES)",
         )
     datasets_dir = _datasets_dir(settings)
-    roots = [datasets_dir, *settings.data_roots]
+    roots = data_roots(settings)
     issues = model_issues(resolved, datasets_dir, roots) + dataset_issues(
         resolved, datasets_dir, roots
     )
     if issues:
         raise SpecError(issues)
     return SweepDraft.from_spec(submitted, resolved)
+
+
+def data_roots(settings: ServiceSettings) -> list[Path]:
+    """The folders a submission's local data set or model folder may lie in: the
+    data-sets folder, the home's ``datasets`` folder (always, so a folder copied there
+    is accepted by a running service whatever DICESWEEP_DATASETS_DIR says) and
+    ``settings.data_roots``; each once, in that order."""
+    candidates = [_datasets_dir(settings), settings.home / "datasets", *settings.data_roots]
+    return list(dict.fromkeys(candidates))
 
 
 def _datasets_dir(settings: ServiceSettings) -> Path:

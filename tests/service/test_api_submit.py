@@ -240,6 +240,39 @@ def test_a_local_data_set_under_the_data_roots_is_accepted(
     assert stored_sweeps(session_factory) == 3
 
 
+def test_a_folder_under_the_homes_datasets_folder_is_accepted_laid_out_as_conll2003(
+    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+) -> None:
+    """The home's ``datasets`` folder is a root even where DICESWEEP_DATASETS_DIR points
+    elsewhere (as ``make demo`` sets it): a folder copied there needs no restart. The
+    CoNLL-2003 layout (``train.txt``, ``valid.txt``, ``test.txt``) is read as it is."""
+    api = make_api(home=tmp_path / "home")
+    assert api.settings.datasets_dir != tmp_path / "home" / "datasets"
+    folder = tmp_path / "home" / "datasets" / "my_ner"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "valid.txt", "test.txt"):
+        (folder / name).write_text(
+            "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+        )
+    accepted = api.client.post("/v1/sweeps", json=_own_spec(str(folder)))
+    assert accepted.status_code == 201, accepted.text
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_folder_outside_the_roots_is_refused_naming_the_roots_checked(
+    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(home=tmp_path / "home", data_roots=[tmp_path / "team"])
+    outside = _own_data(tmp_path / "outside")
+    refused = api.client.post("/v1/sweeps", json=_own_spec(str(outside)))
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
+    roots = [api.settings.datasets_dir, tmp_path / "home" / "datasets", tmp_path / "team"]
+    assert f"checked: {', '.join(str(root) for root in roots)};" in issue["msg"]
+    assert stored_sweeps(session_factory) == 0
+
+
 @pytest.mark.parametrize(
     ("where", "rule"),
     [

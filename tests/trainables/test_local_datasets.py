@@ -199,7 +199,7 @@ def test_folder_checks_name_the_field_and_the_rule(tmp_path: Path) -> None:
 
     assert problems("mine") == [
         "task.dataset[0].path: data set 'mine': mine has no eval file "
-        "(one of: dev.conll, dev.txt, validation.conll, validation.txt)"
+        "(one of: dev.conll, dev.txt, valid.conll, valid.txt, validation.conll, validation.txt)"
     ]
     assert "'..' is not allowed" in problems("mine/../../outside")[0]
     assert "is not under the data-sets folder" in problems(str(outside))[0]
