@@ -379,3 +379,33 @@ def test_an_uncached_hub_data_set_offline_is_refused_naming_its_field(
     assert issue["loc"] == ["body", "task", "dataset", 0, "hub"]
     assert "the hub is off (HF_HUB_OFFLINE=1)" in issue["msg"]
     assert stored_sweeps(session_factory) == 0
+
+
+# --- resources the cluster has --------------------------------------------------------
+
+
+def test_a_trial_no_node_can_hold_is_refused_at_submission_naming_what_the_cluster_has(
+    api: Api, session_factory: sessionmaker[Session]
+) -> None:
+    """A GPU preset on a CPU-only cluster is a 422 when it is submitted, not a driver
+    that fails after Ray started."""
+    api.runner.cluster = [{"CPU": 2.0, "memory": 8e9}]
+    refused = api.client.post("/v1/sweeps", json={**SMOKE, "resources": {"gpus_per_trial": 1}})
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "resources", "gpus_per_trial"]
+    assert issue["msg"] == (
+        "a trial asks for 1 CPUs and 1 GPUs; no node of the cluster has them "
+        "(its nodes: 2 CPUs, 0 GPUs)"
+    )
+    too_wide = api.client.post("/v1/sweeps", json={**SMOKE, "resources": {"cpus_per_trial": 4}})
+    assert too_wide.json()["detail"][0]["loc"] == ["body", "resources", "cpus_per_trial"]
+    assert stored_sweeps(session_factory) == 0
+    # One node holding the whole trial is enough; a cluster that cannot say refuses nothing.
+    api.runner.cluster = [{"CPU": 2.0}, {"CPU": 8.0, "GPU": 1.0}]
+    on_the_gpu_node = {**SMOKE, "resources": {"gpus_per_trial": 1, "cpus_per_trial": 4}}
+    assert api.client.post("/v1/sweeps", json=on_the_gpu_node).status_code == 201
+    api.runner.cluster = None
+    unknown = {**SMOKE, "seeds": [5], "resources": {"gpus_per_trial": 1}}
+    assert api.client.post("/v1/sweeps", json=unknown).status_code == 201
+    assert stored_sweeps(session_factory) == 2
