@@ -124,9 +124,7 @@ class RayJobRunner:
                 timeout=NODES_TIMEOUT_S,
                 raise_on_missing_output=False,
             )
-            known = [
-                {str(k): float(v) for k, v in node.resources_total.items()} for node in alive
-            ]
+            known = [{str(k): float(v) for k, v in node.resources_total.items()} for node in alive]
         except Exception:  # the state API's transport errors: the cluster cannot say
             known = None
         self._nodes = (time.monotonic(), known or None)
