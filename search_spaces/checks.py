@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from search_spaces.data_roots import OUTSIDE_ROOTS, escaping_entry, is_under
+from search_spaces.data_roots import escaping_entry, is_under, outside_roots
 from search_spaces.dataset_refs import HubDataset, LocalDataset
 from search_spaces.datasets import Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue, brief
@@ -64,7 +64,7 @@ def _local_problem(
         if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
             return "'..' is not allowed in a data set path"
         if not is_under(dataset.folder(datasets_dir), roots):
-            return f"{shown} {OUTSIDE_ROOTS}"
+            return f"{shown} {outside_roots(roots)}"
     if not dataset.folder(datasets_dir).is_dir():
         return f"{shown} is not a folder"
     found = dataset.split_files(datasets_dir)
@@ -75,7 +75,7 @@ def _local_problem(
         # Each file too: a folder inside the roots may hold a link to any file.
         for file in found.values():
             if not is_under(file, roots):
-                return f"{brief(f'{dataset.path}/{file.name}')} {OUTSIDE_ROOTS}"
+                return f"{brief(f'{dataset.path}/{file.name}')} {outside_roots(roots)}"
     return None
 
 
@@ -160,12 +160,12 @@ def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str 
         return _hub_problem(model, "model")
     shown = f"model folder {brief(model)}"
     if roots is not None and not is_under(folder, roots):
-        return f"{shown} {OUTSIDE_ROOTS}"
+        return f"{shown} {outside_roots(roots)}"
     if not (folder / "config.json").is_file():
         return f"{shown} has no config.json (a saved transformers model has)"
     escaping = None if roots is None else escaping_entry(folder, roots)
     if escaping is not None:
-        return f"{shown}: {escaping} {OUTSIDE_ROOTS}"
+        return f"{shown}: {escaping} {outside_roots(roots)}"
     return None
 
 

@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from search_spaces.settings import DicesweepSettings
 
+def outside_roots(roots: Sequence[Path]) -> str:
+    """The refusal of a path outside ``roots`` at submission, naming them: they are where
+    a folder is to be put, so the person submitting needs them."""
+    checked = ", ".join(str(root) for root in roots)
+    return (
+        "is not under the data-sets folder or another allowed root "
+        "(DICESWEEP_DATASETS_DIR, $DICESWEEP_HOME/datasets, DICESWEEP_DATA_ROOTS); "
+        f"checked: {checked}; symlinks are followed"
+    )
+
+
 OUTSIDE_ROOTS = (
     "is not under the data-sets folder or another allowed root "
     "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"

@@ -1,6 +1,6 @@
 """The data sets a spec may name besides the catalogue's: a researcher's own folder
-(``LocalDataset``: ``train.<ext>`` and ``dev.<ext>`` or ``validation.<ext>`` files in one
-of ``LOCAL_FORMATS``) and a Hugging Face hub data set (``HubDataset``, loaded with
+(``LocalDataset``: ``train.<ext>`` and ``dev.<ext>``, ``valid.<ext>`` or ``validation.<ext>``
+files in one of ``LOCAL_FORMATS``) and a Hugging Face hub data set (``HubDataset``, loaded with
 ``datasets``). ``dataset_info`` describes each kind, catalogue names too, alike.
 """
 
@@ -57,7 +57,7 @@ LOCAL_FORMATS: dict[LocalFormat, tuple[FileFormat, tuple[str, ...]]] = {
 }
 SPLIT_STEMS: dict[Split, tuple[str, ...]] = {
     "train": ("train",),
-    "eval": ("dev", "validation"),
+    "eval": ("dev", "valid", "validation"),  # valid: CoNLL-2003's name
     "test": ("test",),
 }
 

@@ -32,7 +32,7 @@ from sweep_service.runner import JobState
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Sweep
 
-INSTALLED = ("mrpc",)  # the data sets whose trial files the generated folder holds
+INSTALLED = ("mrpc", "ud_en_ewt")  # the data sets whose trial files the generated folder holds
 
 
 @dataclass
@@ -41,6 +41,7 @@ class FakeRunner:
 
     submitted: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+    cluster: list[dict[str, float]] | None = None  # its nodes' resources; None: unknown
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
         self.submitted.append(job)
@@ -50,6 +51,9 @@ class FakeRunner:
 
     def stop(self, job: str) -> None:
         self.stopped.append(job)
+
+    def nodes(self) -> list[dict[str, float]] | None:
+        return self.cluster
 
 
 @dataclass

@@ -44,6 +44,9 @@ class ScriptedRunner:
         self.stopped.append(job)
         self.jobs[job] = (JobState.STOPPED, "stopped by request")
 
+    def nodes(self) -> list[dict[str, float]] | None:
+        return None
+
 
 def setup(
     session_factory: sessionmaker[Session], owner: Owner, limit: int = 2

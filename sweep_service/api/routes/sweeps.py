@@ -106,11 +106,12 @@ def create_sweep(
     session: SessionDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    runner: RunnerDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    draft = validate_submission(settings, spec.root)
+    draft = validate_submission(settings, spec.root, runner)
     sweep, created = store_sweep(session, owner.id, draft, idempotency_key=idempotency_key)
     if created:
         metrics.sweeps_submitted.inc()
