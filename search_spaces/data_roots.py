@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from search_spaces.settings import DicesweepSettings
 
+
 def outside_roots(roots: Sequence[Path]) -> str:
     """The refusal of a path outside ``roots`` at submission, naming them: they are where
     a folder is to be put, so the person submitting needs them."""
