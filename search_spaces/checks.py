@@ -163,8 +163,7 @@ def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str 
         return f"{shown} {outside_roots(roots)}"
     if not (folder / "config.json").is_file():
         return f"{shown} has no config.json (a saved transformers model has)"
-    escaping = None if roots is None else escaping_entry(folder, roots)
-    if escaping is not None:
+    if roots is not None and (escaping := escaping_entry(folder, roots)) is not None:
         return f"{shown}: {escaping} {outside_roots(roots)}"
     return None
 
