@@ -8,6 +8,9 @@ Torch is imported only by ``dicesweep run``, which runs the sweep driver
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -126,7 +129,32 @@ def cmd_ui(args: argparse.Namespace) -> int:
     ]
     if store.startswith("sqlite:"):
         command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
-    return subprocess.call(command)
+    return _serve_until_stopped(command)
+
+
+UI_STOP_GRACE_S = 3.0  # the UI's server waits on open browser connections past this
+
+
+def _serve_until_stopped(command: list[str]) -> int:
+    """Run the UI's server in a process group of its own until it ends, or until Ctrl-C
+    or SIGTERM here, which stop its whole group (its workers too) within
+    ``UI_STOP_GRACE_S``, without a traceback; 130 then, as a shell reports Ctrl-C."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a KeyboardInterrupt too
+    with subprocess.Popen(command, start_new_session=True) as server:
+        try:
+            return server.wait()
+        except KeyboardInterrupt:
+            _signal_group(server.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(UI_STOP_GRACE_S)
+            _signal_group(server.pid, signal.SIGKILL)  # workers that outlived the leader
+            print("MLflow UI stopped", file=sys.stderr)
+            return 130
+
+
+def _signal_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # every member has already exited
+        os.killpg(group, signum)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -184,7 +212,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except SpecFileError as error:
         print(error, file=sys.stderr)
         return 2
-    return client.submit(spec, args.wait)
+    return client.submit(spec, args.wait, args.json)
 
 
 def _remote(args: argparse.Namespace) -> int:
@@ -193,7 +221,9 @@ def _remote(args: argparse.Namespace) -> int:
 
     if args.command == "list":
         return client.list_sweeps(args.limit)
-    action = {"status": client.status, "trials": client.trials, "cancel": client.cancel}
+    if args.command == "status":
+        return client.status(args.sweep_id, args.json)
+    action = {"trials": client.trials, "cancel": client.cancel}
     return action[args.command](args.sweep_id)
 
 
@@ -227,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--wait", action="store_true", help="follow it to its end; exit 0 if it succeeded"
     )
+    submit.add_argument("--json", action="store_true", help="print the service's JSON")
     submit.set_defaults(handler=cmd_submit)
     listing = sub.add_parser("list", help="the service's sweeps, newest first")
     listing.add_argument("--limit", type=int, default=20)
@@ -239,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         command.add_argument("sweep_id")
         command.set_defaults(handler=_remote)
+        if name == "status":
+            command.add_argument("--json", action="store_true", help="print the service's JSON")
     keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
@@ -280,15 +313,33 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "run" and bool(args.spec) == bool(args.preset):
         build_parser().error("run: give a spec file or --preset, not both")
-    from sweep_service.client import ClientError
+    from sweep_service.client import ClientError, InvalidSpecError
     from sweep_service.store.errors import StoreError
 
     try:
-        sys.exit(args.handler(args))
-    except (ClientError, StoreError) as error:  # a refusal, said in one line
+        code = args.handler(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        sys.exit(1)
+    except ClientError as error:
+        if isinstance(error, InvalidSpecError):  # in the words of `dicesweep run`
+            print(error, file=sys.stderr)
+        else:  # a refusal, said in one line
+            print(f"dicesweep {args.command}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except StoreError as error:
         detail = error.args[0] if error.args else error
         print(f"dicesweep {args.command}: {detail}", file=sys.stderr)
         sys.exit(1)
+    sys.exit(code)
+
+
+def _quiet_closed_stdout() -> None:
+    """Point standard output at /dev/null: its reader (``| head``) has gone, and
+    Python's last flush at exit would fail again with a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _version() -> str:

@@ -4,16 +4,25 @@ what it can tell about a sweep's trials."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
 
 
-def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
-    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings."""
+def start_ray(settings: DicesweepSettings, num_cpus: int | None, log_file: Path) -> None:
+    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings.
+    Ray's notices meanwhile ("Started a local Ray instance.") go to ``log_file``."""
     import ray
 
+    from trainables.driver.progress import ray_log_file
+
+    with ray_log_file(log_file):
+        _init(ray, settings, num_cpus)
+
+
+def _init(ray: Any, settings: DicesweepSettings, num_cpus: int | None) -> None:
     env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
     env.setdefault("DICESWEEP_HOME", str(settings.home))
     # Trials' own output (progress bars, checkpoint notices) stays in their workers'
