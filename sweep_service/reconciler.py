@@ -129,7 +129,13 @@ class Reconciler:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)
             else:
-                transition_sweep(session, sweep.id, SweepStatus.CANCELLED, job_status=state)
+                transition_sweep(
+                    session,
+                    sweep.id,
+                    SweepStatus.CANCELLED,
+                    job_status=state,
+                    message="cancelled on request: its running trials were stopped",
+                )
                 self._closed(session, sweep, "KILLED", "cancelled")
             return
         if state is JobState.RUNNING:
