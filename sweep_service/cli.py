@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from search_spaces.settings import DicesweepSettings
+from search_spaces.settings import MLFLOW_UI_FILE, DicesweepSettings
 
 # Report formats; the renderers (pandas) are imported only by the commands that use them.
 FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
@@ -108,10 +108,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
         return 0
     url = f"http://{args.host}:{args.port}"
     print(f"MLflow UI at {url} (the sweeps' store {store})", file=sys.stderr, flush=True)
-    if settings.mlflow_ui != url:
+    if settings.mlflow_ui_url and settings.mlflow_ui_url != url:
         print(
-            f"the service's links go to {settings.mlflow_ui}: set DICESWEEP_MLFLOW_UI_URL={url} "
-            "for them to come here",
+            f"the service's links go to {settings.mlflow_ui_url} (DICESWEEP_MLFLOW_UI_URL): "
+            f"set it to {url}, or unset it, for them to come here",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif not settings.mlflow_ui_url:
+        # The service reads this file whenever it makes a link: no restart needed.
+        settings.home.mkdir(parents=True, exist_ok=True)
+        (settings.home / MLFLOW_UI_FILE).write_text(url + "\n", encoding="utf-8")
+        print(
+            f"the service's links come here (written to {settings.home / MLFLOW_UI_FILE})",
             file=sys.stderr,
             flush=True,
         )
@@ -298,8 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Serve the MLflow UI over the store the sweeps write to "
             "(DICESWEEP_MLFLOW_TRACKING_URI) and print its address. The service's links "
-            "into the UI go to DICESWEEP_MLFLOW_UI_URL, by default http://127.0.0.1:5000, "
-            "where this command serves: set DICESWEEP_MLFLOW_UI_URL when the UI runs "
+            "into the UI go where this command last served (it writes its address under "
+            "the home; the running service follows it), by default http://127.0.0.1:5000; "
+            "DICESWEEP_MLFLOW_UI_URL, when set, overrides both: set it when the UI runs "
             "elsewhere (another host or port, behind a proxy)."
         ),
     )

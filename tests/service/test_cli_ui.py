@@ -12,6 +12,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+from search_spaces.settings import DicesweepSettings
 from tests.service.test_cli_keys import dicesweep
 
 
@@ -49,11 +52,43 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
             said = [ui.stderr.readline(), ui.stderr.readline()]
             store = f"sqlite:///{tmp_path}/mlflow.db"
             assert said[0] == f"MLflow UI at {url} (the sweeps' store {store})\n"
-            # Not where the links go by default (port 5000): the setting that sends them here.
-            assert f"set DICESWEEP_MLFLOW_UI_URL={url} " in said[1]
-            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=120)
+            # Not where the links go by default (port 5000): the address the service's links
+            # follow from now on, written under the home.
+            assert (
+                said[1] == f"the service's links come here (written to {tmp_path}/mlflow-ui.url)\n"
+            )
+            assert (tmp_path / "mlflow-ui.url").read_text() == f"{url}\n"
+            assert DicesweepSettings(home=tmp_path).mlflow_ui == url
+            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=240)
+            # Ctrl-C, as a terminal sends it to its foreground group: the UI's server, in a
+            # group of its own, is stopped with its workers at once, without a traceback.
+            servers = children(ui.pid)
+            assert servers
+            stopped_at = time.monotonic()
+            os.killpg(ui.pid, signal.SIGINT)
+            _, errors = ui.communicate(timeout=60)
+            assert time.monotonic() - stopped_at < 15
+            assert ui.returncode == 130
+            assert "Traceback" not in errors and errors.endswith("MLflow UI stopped\n")
+            for server in servers:
+                with pytest.raises(ProcessLookupError):
+                    os.killpg(server, 0)  # its whole group is gone
         finally:
-            os.killpg(ui.pid, signal.SIGTERM)
+            if ui.poll() is None:
+                os.killpg(ui.pid, signal.SIGTERM)
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_ui_of_an_mlflow_server_names_its_ui_and_starts_nothing(tmp_path: Path) -> None:
@@ -74,4 +109,4 @@ def test_ui_help_says_when_to_set_the_ui_url(tmp_path: Path) -> None:
     shown = dicesweep(tmp_path, "ui", "--help")
     assert shown.returncode == 0
     text = " ".join(shown.stdout.split())
-    assert "set DICESWEEP_MLFLOW_UI_URL when the UI runs elsewhere" in text
+    assert "set it when the UI runs elsewhere" in text

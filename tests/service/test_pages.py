@@ -133,6 +133,23 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     assert "spec" in text.lower() and "table8-mrpc" in text
 
 
+def test_the_links_follow_the_ui_without_a_restart(
+    signed_in: Api, running_sweep: tuple[str, list[str]]
+) -> None:
+    # `dicesweep ui --port 5731` writes its address under the home; the running
+    # service's next page links there (DICESWEEP_MLFLOW_UI_URL unset).
+    api, (sweep_id, _) = signed_in, running_sweep
+    before = api.client.get(f"/sweeps/{sweep_id}").text
+    assert 'href="http://127.0.0.1:5000/#/experiments/' in before
+    api.settings.home.mkdir(parents=True, exist_ok=True)
+    (api.settings.home / "mlflow-ui.url").write_text("http://127.0.0.1:5731\n")
+    after = api.client.get(f"/sweeps/{sweep_id}").text
+    assert 'href="http://127.0.0.1:5000/' not in after
+    assert 'href="http://127.0.0.1:5731/#/experiments/' in after
+    links = api.client.get(f"/v1/sweeps/{sweep_id}").json()["links"]
+    assert links["mlflow_run"].startswith("http://127.0.0.1:5731/#/experiments/")
+
+
 def test_a_finished_sweep_stops_refreshing(
     signed_in: Api, session: Session, running_sweep: tuple[str, list[str]]
 ) -> None:
