@@ -145,25 +145,29 @@ UI_STOP_GRACE_S = 3.0  # the UI's server waits on open browser connections past 
 
 
 def _serve_until_stopped(command: list[str]) -> int:
-    """Run the UI's server in a process group of its own until it ends, or until Ctrl-C
-    or SIGTERM here, which stop its whole group (its workers too) within
-    ``UI_STOP_GRACE_S``, without a traceback; 130 then, as a shell reports Ctrl-C."""
+    """Run the UI's server until it ends, or until Ctrl-C or SIGTERM here, which stop it
+    and every process it started (some in sessions of their own, which a signal to its
+    group misses and which held the terminal for 30-50 s) within ``UI_STOP_GRACE_S``,
+    without a traceback; 130 then, as a shell reports Ctrl-C."""
+    import psutil
+
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # a KeyboardInterrupt too
     with subprocess.Popen(command, start_new_session=True) as server:
         try:
             return server.wait()
         except KeyboardInterrupt:
-            _signal_group(server.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                server.wait(UI_STOP_GRACE_S)
-            _signal_group(server.pid, signal.SIGKILL)  # workers that outlived the leader
+            tree = [psutil.Process(server.pid)]
+            with contextlib.suppress(psutil.NoSuchProcess):
+                tree += tree[0].children(recursive=True)
+            for process in tree:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.terminate()
+            _, alive = psutil.wait_procs(tree, timeout=UI_STOP_GRACE_S)
+            for process in alive:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
             print("MLflow UI stopped", file=sys.stderr)
             return 130
-
-
-def _signal_group(group: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # every member has already exited
-        os.killpg(group, signum)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
