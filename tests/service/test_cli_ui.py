@@ -43,13 +43,16 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
     env["DICESWEEP_HOME"] = str(tmp_path)
     command = [sys.executable, "-m", "sweep_service.cli", "ui", "--port", str(port)]
-    # In a group of its own, so that the server's workers stop with it.
-    with subprocess.Popen(
-        command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
-    ) as ui:
+    # In a group of its own, as a terminal's foreground job; what it says to a file, which
+    # the server's processes share (a pipe would wait on the last of them, not on it).
+    said_to = tmp_path / "ui.err"
+    with (
+        said_to.open("w") as stderr,
+        subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True) as ui,
+    ):
         try:
-            assert ui.stderr is not None
-            said = [ui.stderr.readline(), ui.stderr.readline()]
+            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=240)
+            said = said_to.read_text().splitlines(keepends=True)
             store = f"sqlite:///{tmp_path}/mlflow.db"
             assert said[0] == f"MLflow UI at {url} (the sweeps' store {store})\n"
             # Not where the links go by default (port 5000): the address the service's links
@@ -59,17 +62,16 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
             )
             assert (tmp_path / "mlflow-ui.url").read_text() == f"{url}\n"
             assert DicesweepSettings(home=tmp_path).mlflow_ui == url
-            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=240)
             # Ctrl-C, as a terminal sends it to its foreground group: the UI's server, in a
             # group of its own, is stopped with its workers at once, without a traceback.
             servers = descendants(ui.pid)
             assert servers
             stopped_at = time.monotonic()
             os.killpg(ui.pid, signal.SIGINT)
-            _, errors = ui.communicate(timeout=60)
+            assert ui.wait(timeout=60) == 130
             assert time.monotonic() - stopped_at < 15
-            assert ui.returncode == 130
-            assert "Traceback" not in errors and errors.endswith("MLflow UI stopped\n")
+            errors = said_to.read_text()
+            assert "Traceback" not in errors and "MLflow UI stopped\n" in errors
             assert not any(server.is_running() for server in servers)  # every one
         finally:
             if ui.poll() is None:
