@@ -151,7 +151,10 @@ def _serve_until_stopped(command: list[str]) -> int:
     without a traceback; 130 then, as a shell reports Ctrl-C."""
     import psutil
 
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a KeyboardInterrupt too
+    # Both a KeyboardInterrupt, SIGINT even where this process was started ignoring it
+    # (a background job of a script), as Python then leaves it.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler)
     with subprocess.Popen(command, start_new_session=True) as server:
         try:
             return server.wait()
