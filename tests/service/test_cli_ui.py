@@ -72,10 +72,18 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
             assert time.monotonic() - stopped_at < 15
             errors = said_to.read_text()
             assert "Traceback" not in errors and "MLflow UI stopped\n" in errors
-            assert not any(server.is_running() for server in servers)  # every one
+            assert not any(alive(server) for server in servers)  # every one
         finally:
             if ui.poll() is None:
                 os.killpg(ui.pid, signal.SIGTERM)
+
+
+def alive(process: psutil.Process) -> bool:
+    """Running, not a killed process its new parent has yet to reap."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def descendants(pid: int) -> list[psutil.Process]:
