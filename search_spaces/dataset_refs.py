@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Discriminator, Field
 
 from search_spaces.data_roots import inside_roots
 from search_spaces.datasets import DATASETS, DatasetInfo, FileFormat, Split, TaskKind, get_dataset
-from search_spaces.errors import rule_error
+from search_spaces.errors import ClosedModel, rule_error, shape_tag
 
 PATH_PART_BYTES = 255  # a file name's limit on Linux's and macOS's file systems
 MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
@@ -62,15 +62,13 @@ SPLIT_STEMS: dict[Split, tuple[str, ...]] = {
 }
 
 
-class LocalDataset(BaseModel):
+class LocalDataset(ClosedModel):
     """A researcher's own data set: a folder and the format of its files.
 
     ``path`` is relative to the data-sets folder or absolute (the service accepts only
     folders under its data roots; ``dicesweep run`` any folder). ``name`` labels it in
     tables and MLflow (default: the folder's name).
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: BoundedPath
     format: LocalFormat
@@ -105,13 +103,11 @@ class LocalDataset(BaseModel):
 HUB_ID_PATTERN = r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$"
 
 
-class HubDataset(BaseModel):
+class HubDataset(ClosedModel):
     """A data set on the Hugging Face hub, loaded with ``datasets.load_dataset(hub,
     config)``: its ``train`` and ``validation`` (or ``dev``) splits, records mapped by
     the fields of the ``jsonl`` format (``trainables.data.hub``). ``name`` labels it
     (default: the id's last part, and the config)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     hub: str = Field(pattern=HUB_ID_PATTERN, max_length=200)
     config: str | None = Field(None, pattern=r"^[\w.-]{1,100}$")
@@ -123,7 +119,33 @@ class HubDataset(BaseModel):
         return self.name or default
 
 
-DatasetRef = str | LocalDataset | HubDataset
+def _dataset_shape(value: Any) -> str | None:
+    """Which kind of data set ``value`` is: a mapping with ``hub`` is a hub data set,
+    any other mapping a folder; None (neither) fails with the union's one error."""
+    if isinstance(value, str):
+        return "catalogue name"
+    if isinstance(value, HubDataset) or (isinstance(value, dict) and "hub" in value):
+        return "hub data set"
+    if isinstance(value, LocalDataset | dict):
+        return "local folder"
+    return None
+
+
+# Told apart by shape, so that a mistake gets the one error of the member it meant
+# (``unknown format 'conl'``) instead of one error per member of the union.
+DatasetRef = Annotated[
+    Annotated[str, shape_tag("catalogue name")]
+    | Annotated[LocalDataset, shape_tag("local folder")]
+    | Annotated[HubDataset, shape_tag("hub data set")],
+    Discriminator(
+        _dataset_shape,
+        custom_error_type="dataset_shape",
+        custom_error_message=(
+            "a data set is a catalogue name, a local folder {path, format[, name]} or a "
+            "hub data set {hub[, config, name]}"
+        ),
+    ),
+]
 
 
 def dataset_label(dataset: DatasetRef | dict) -> str:

@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from search_spaces.errors import rule_error
+from search_spaces.errors import ClosedModel, rule_error
 from search_spaces.losses import (
     LOSS_SPECS,
     LossSpecError,
@@ -164,10 +164,16 @@ def candidates(value: ParamValue) -> list[Scalar]:
     return [value]
 
 
-class _Named(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class _Named(ClosedModel):
     name: str  # first: the parameter validators read it
+
+    @classmethod
+    def key_choices(cls, data: dict[str, Any]) -> list[str]:
+        # The named loss's own parameters, when the name is known.
+        model = LOSS_SPECS.get(str(data.get("name")))
+        if model is None:
+            return list(cls.model_fields)
+        return [field for field in model.model_fields if field not in model.from_data]
 
 
 # One optional field per parameter of the schema, after ``name``.

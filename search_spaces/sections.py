@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from search_spaces.dataset_refs import BoundedPath, DatasetRef, dataset_label, is_binary
 from search_spaces.datasets import (
@@ -20,7 +20,7 @@ from search_spaces.datasets import (
     Variant,
     get_dataset,
 )
-from search_spaces.errors import rule_error
+from search_spaces.errors import ClosedModel, rule_error
 from search_spaces.losses import LossSpec
 
 Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
@@ -28,10 +28,8 @@ Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
 Float = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
-class Section(BaseModel):
+class Section(ClosedModel):
     """A closed, immutable part of a spec: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class TaskSpec(Section):
@@ -66,12 +64,12 @@ class TaskSpec(Section):
     def _known_unique(cls, datasets: list[DatasetRef]) -> list[DatasetRef]:
         if not datasets:
             raise rule_error("at least one data set is needed")
-        for dataset in datasets:
+        for index, dataset in enumerate(datasets):
             if isinstance(dataset, str):
                 try:
                     get_dataset(dataset)
                 except UnknownDatasetError as error:
-                    raise rule_error(str(error)) from None
+                    raise rule_error(str(error), f"[{index}]") from None
         labels = [dataset_label(dataset) for dataset in datasets]
         if len(set(labels)) < len(labels):
             raise rule_error(f"data sets repeat (give local ones distinct names): {labels}")

@@ -20,6 +20,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # characters after the home) must fit in 107 bytes (AF_UNIX): the home gets the rest.
 MAX_RAY_HOME_CHARS = 36
 DEFAULT_MLFLOW_UI = "http://127.0.0.1:5000"
+# Under the home: the address ``dicesweep ui`` serves at, which the links follow (read
+# at each use, so that a UI started on another port needs no restart of the service).
+MLFLOW_UI_FILE = "mlflow-ui.url"
 
 
 class DicesweepSettings(BaseSettings):
@@ -116,13 +119,23 @@ class DicesweepSettings(BaseSettings):
     @property
     def mlflow_ui(self) -> str:
         """The MLflow UI's address for links: ``mlflow_ui_url``, else the tracking URI
-        when it is an MLflow server, else ``DEFAULT_MLFLOW_UI``. Never a store path
-        (``sqlite:...``), which no browser opens."""
+        when it is an MLflow server, else where ``dicesweep ui`` last said it serves
+        (``MLFLOW_UI_FILE`` under the home), else ``DEFAULT_MLFLOW_UI``. Never a store
+        path (``sqlite:...``), which no browser opens."""
         if self.mlflow_ui_url:
             return self.mlflow_ui_url
         if self.mlflow_tracking_uri.startswith(("http://", "https://")):
             return self.mlflow_tracking_uri.rstrip("/")
-        return DEFAULT_MLFLOW_UI
+        return self.served_mlflow_ui() or DEFAULT_MLFLOW_UI
+
+    def served_mlflow_ui(self) -> str | None:
+        """The address ``dicesweep ui`` wrote under the home, if it did (an unreadable or
+        malformed file is ignored: links then go to the default)."""
+        try:
+            text = (self.home / MLFLOW_UI_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return text.rstrip("/") if text.startswith(("http://", "https://")) else None
 
     @property
     def mlflow_artifact_root(self) -> Path:

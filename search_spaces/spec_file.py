@@ -51,12 +51,30 @@ def read_spec_file(path: str) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=SpecLoader)
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise SpecFileError(f"{where}: invalid YAML: {error.problem or error.context}") from None
+        raise SpecFileError(_yaml_message(error, source)) from None
     except yaml.YAMLError as error:
         raise SpecFileError(f"{source}: invalid YAML: {error}") from None
     return _mapping(data, source)
+
+
+# PyYAML's context of an error inside a bracket, and the bracket it opened.
+_OPEN_BRACKETS = {"while parsing a flow mapping": "{", "while parsing a flow sequence": "["}
+
+
+def _yaml_message(error: yaml.MarkedYAMLError, source: str) -> str:
+    """One line naming where the problem is; for a bracket left open, the line where it
+    was opened (PyYAML notices only at the next key, often lines later)."""
+    mark = error.problem_mark or error.context_mark
+    where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+    bracket = _OPEN_BRACKETS.get(error.context or "")
+    opened, found = error.context_mark, error.problem_mark
+    if bracket is None or opened is None or found is None:
+        return f"{where}: invalid YAML: {error.problem or error.context}"
+    return (
+        f"{source}:{opened.line + 1}:{opened.column + 1}: invalid YAML: the {bracket!r} "
+        f"opened here is not closed ({error.problem} at line {found.line + 1}, "
+        f"column {found.column + 1})"
+    )
 
 
 def _mapping(data: Any, source: str) -> dict[str, Any]:

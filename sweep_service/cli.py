@@ -8,12 +8,15 @@ Torch is imported only by ``dicesweep run``, which runs the sweep driver
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from search_spaces.settings import DicesweepSettings
+from search_spaces.settings import MLFLOW_UI_FILE, DicesweepSettings
 
 # Report formats; the renderers (pandas) are imported only by the commands that use them.
 FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
@@ -108,10 +111,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
         return 0
     url = f"http://{args.host}:{args.port}"
     print(f"MLflow UI at {url} (the sweeps' store {store})", file=sys.stderr, flush=True)
-    if settings.mlflow_ui != url:
+    if settings.mlflow_ui_url and settings.mlflow_ui_url != url:
         print(
-            f"the service's links go to {settings.mlflow_ui}: set DICESWEEP_MLFLOW_UI_URL={url} "
-            "for them to come here",
+            f"the service's links go to {settings.mlflow_ui_url} (DICESWEEP_MLFLOW_UI_URL): "
+            f"set it to {url}, or unset it, for them to come here",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif not settings.mlflow_ui_url:
+        # The service reads this file whenever it makes a link: no restart needed.
+        settings.home.mkdir(parents=True, exist_ok=True)
+        (settings.home / MLFLOW_UI_FILE).write_text(url + "\n", encoding="utf-8")
+        print(
+            f"the service's links come here (written to {settings.home / MLFLOW_UI_FILE})",
             file=sys.stderr,
             flush=True,
         )
@@ -129,7 +141,39 @@ def cmd_ui(args: argparse.Namespace) -> int:
     ]
     if store.startswith("sqlite:"):
         command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
-    return subprocess.call(command)
+    return _serve_until_stopped(command)
+
+
+UI_STOP_GRACE_S = 3.0  # the UI's server waits on open browser connections past this
+
+
+def _serve_until_stopped(command: list[str]) -> int:
+    """Run the UI's server until it ends, or until Ctrl-C or SIGTERM here, which stop it
+    and every process it started (some in sessions of their own, which a signal to its
+    group misses and which held the terminal for 30-50 s) within ``UI_STOP_GRACE_S``,
+    without a traceback; 130 then, as a shell reports Ctrl-C."""
+    import psutil
+
+    # Both a KeyboardInterrupt, SIGINT even where this process was started ignoring it
+    # (a background job of a script), as Python then leaves it.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler)
+    with subprocess.Popen(command, start_new_session=True) as server:
+        try:
+            return server.wait()
+        except KeyboardInterrupt:
+            tree = [psutil.Process(server.pid)]
+            with contextlib.suppress(psutil.NoSuchProcess):
+                tree += tree[0].children(recursive=True)
+            for process in tree:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.terminate()
+            _, alive = psutil.wait_procs(tree, timeout=UI_STOP_GRACE_S)
+            for process in alive:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+            print("MLflow UI stopped", file=sys.stderr)
+            return 130
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -192,7 +236,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     except SpecFileError as error:
         print(error, file=sys.stderr)
         return 2
-    return client.submit(spec, args.wait)
+    return client.submit(spec, args.wait, args.json)
 
 
 def _remote(args: argparse.Namespace) -> int:
@@ -201,7 +245,9 @@ def _remote(args: argparse.Namespace) -> int:
 
     if args.command == "list":
         return client.list_sweeps(args.limit)
-    action = {"status": client.status, "trials": client.trials, "cancel": client.cancel}
+    if args.command == "status":
+        return client.status(args.sweep_id, args.json)
+    action = {"trials": client.trials, "cancel": client.cancel}
     return action[args.command](args.sweep_id)
 
 
@@ -235,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--wait", action="store_true", help="follow it to its end; exit 0 if it succeeded"
     )
+    submit.add_argument("--json", action="store_true", help="print the service's JSON")
     submit.set_defaults(handler=cmd_submit)
     listing = sub.add_parser("list", help="the service's sweeps, newest first")
     listing.add_argument("--limit", type=int, default=20)
@@ -247,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         command.add_argument("sweep_id")
         command.set_defaults(handler=_remote)
+        if name == "status":
+            command.add_argument("--json", action="store_true", help="print the service's JSON")
     keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
@@ -273,8 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Serve the MLflow UI over the store the sweeps write to "
             "(DICESWEEP_MLFLOW_TRACKING_URI) and print its address. The service's links "
-            "into the UI go to DICESWEEP_MLFLOW_UI_URL, by default http://127.0.0.1:5000, "
-            "where this command serves: set DICESWEEP_MLFLOW_UI_URL when the UI runs "
+            "into the UI go where this command last served (it writes its address under "
+            "the home; the running service follows it), by default http://127.0.0.1:5000; "
+            "DICESWEEP_MLFLOW_UI_URL, when set, overrides both: set it when the UI runs "
             "elsewhere (another host or port, behind a proxy)."
         ),
     )
@@ -288,15 +338,33 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "run" and bool(args.spec) == bool(args.preset):
         build_parser().error("run: give a spec file or --preset, not both")
-    from sweep_service.client import ClientError
+    from sweep_service.client import ClientError, InvalidSpecError
     from sweep_service.store.errors import StoreError
 
     try:
-        sys.exit(args.handler(args))
-    except (ClientError, StoreError) as error:  # a refusal, said in one line
+        code = args.handler(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        sys.exit(1)
+    except ClientError as error:
+        if isinstance(error, InvalidSpecError):  # in the words of `dicesweep run`
+            print(error, file=sys.stderr)
+        else:  # a refusal, said in one line
+            print(f"dicesweep {args.command}: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
+    except StoreError as error:
         detail = error.args[0] if error.args else error
         print(f"dicesweep {args.command}: {detail}", file=sys.stderr)
         sys.exit(1)
+    sys.exit(code)
+
+
+def _quiet_closed_stdout() -> None:
+    """Point standard output at /dev/null: its reader (``| head``) has gone, and
+    Python's last flush at exit would fail again with a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _version() -> str:

@@ -27,6 +27,14 @@ NO_TRIAL_LEARNED = "no trial learned"  # no best: every scored trial is degenera
 class ClientError(Exception):
     """A request that did not succeed, as one line for the terminal."""
 
+    exit_code = 1
+
+
+class InvalidSpecError(ClientError):
+    """The service refused the spec: said as ``dicesweep run`` says it, with its exit code."""
+
+    exit_code = 2
+
 
 def api_url() -> str:
     """The service's address: ``DICESWEEP_API_URL``, else host and port."""
@@ -54,7 +62,30 @@ class Api:
             ) from None
         if response.is_success:
             return response.json()
+        if refused := _spec_refusal(response):
+            raise InvalidSpecError(refused)
         raise ClientError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
+
+    def absolute(self, link: str) -> str:
+        """A link of the service's (``/sweeps/ID``) as an address to open."""
+        return str(self.http.base_url.join(link))
+
+
+def _spec_refusal(response: httpx.Response) -> str | None:
+    """An ``invalid_spec`` refusal's issues in the words of ``SpecError``, else None."""
+    from search_spaces.errors import SpecError, SpecIssue, format_path
+
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or body.get("code") != "invalid_spec":
+        return None
+    issues = [
+        SpecIssue(format_path(item.get("loc", [])[1:]), str(item.get("msg")))  # after "body"
+        for item in body.get("detail") or []
+    ]
+    return str(SpecError(issues))
 
 
 def _reason(response: httpx.Response) -> str:
@@ -79,15 +110,20 @@ def connect() -> Iterator[Api]:
         yield Api(http)
 
 
-def submit(spec: dict[str, Any], wait: bool) -> int:
-    """Submit ``spec``; print the sweep, or with ``wait`` follow it to its end (exit 0
-    when it succeeded, 1 otherwise)."""
+def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
+    """Submit ``spec``; print the sweep (``as_json``: the service's JSON), or with ``wait``
+    follow it to its end (exit 0 when it succeeded, 1 otherwise)."""
     with connect() as api:
         sweep = api.call("POST", "/v1/sweeps", json=spec)
-        if not wait:
+        if as_json and not wait:
             print(json.dumps(sweep, indent=2))
             return 0
         print(f"sweep {sweep['id']} ({sweep['name']}): {sweep['trial_count']} trials")
+        if not wait:
+            print(f"status: {sweep['status']}")
+            print(f"page:   {api.absolute(sweep['links']['page'])}")
+            print(f"follow: dicesweep status {sweep['id']}")
+            return 0
         final = follow(api, sweep["id"], sweep["trial_count"])
     best = final.get("best_trial")
     if best:
@@ -135,10 +171,40 @@ def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
             time.sleep(POLL_SECONDS)
 
 
-def status(sweep_id: str) -> int:
+def status(sweep_id: str, as_json: bool = False) -> int:
+    """A sweep's status, trial counts, best trial and links (``as_json``: the service's JSON)."""
     with connect() as api:
-        print(json.dumps(api.call("GET", f"/v1/sweeps/{sweep_id}"), indent=2))
+        sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
+        page = api.absolute(sweep["links"]["page"])
+    if as_json:
+        print(json.dumps(sweep, indent=2))
+        return 0
+    counts, best = sweep["trials"], sweep.get("best_trial")
+    lines = [
+        ("sweep", f"{sweep['id']} ({sweep['name']})"),
+        ("status", sweep["status"]),
+        (
+            "trials",
+            f"{counts['done']} done, {counts['running']} running, {counts['failed']} failed, "
+            f"{counts['pending']} pending of {sweep['trial_count']}",
+        ),
+        ("best", _best(best) if best else "none yet"),
+        ("message", sweep.get("message") or ""),
+        ("page", page),
+        ("mlflow", sweep["links"].get("mlflow_run") or ""),
+    ]
+    for label, value in lines:
+        if value:
+            print(f"{label + ':':<8} {value}")
     return 0
+
+
+def _best(best: dict[str, Any]) -> str:
+    """``dsc(alpha=0.1) seed=0 eval_f1=84.21 (mrpc, original)``."""
+    return (
+        f"{best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f} "
+        f"({best['dataset']}, {best['variant']})"
+    )
 
 
 def list_sweeps(limit: int) -> int:

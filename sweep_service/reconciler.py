@@ -179,7 +179,13 @@ class Reconciler:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)
             else:
-                transition_sweep(session, sweep.id, SweepStatus.CANCELLED, job_status=state)
+                transition_sweep(
+                    session,
+                    sweep.id,
+                    SweepStatus.CANCELLED,
+                    job_status=state,
+                    message="cancelled on request: its running trials were stopped",
+                )
             return
         if state is JobState.RUNNING:
             if sweep.status is not SweepStatus.RUNNING:

@@ -266,7 +266,10 @@ def _markdown_text(text: Any) -> str:
 
 
 def _failed_label(entry: Mapping[str, Any]) -> str:
-    return f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
+    """``dsc(alpha=0.1) seed=1 on mrpc original``, then ``in sweep sw-1`` in a merged
+    table, whose trials carry their sweep."""
+    label = f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
+    return f"{label} in sweep {entry['sweep']}" if entry.get("sweep") else label
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula.

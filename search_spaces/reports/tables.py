@@ -238,6 +238,7 @@ def paper_table(
                 "seed": int(rows.at[i, "seed"]),
                 "value": float(rows.at[i, metric]),
                 "reason": reason,
+                **_sweep_of(rows, i),
             }
             for i, reason in degenerate.items()
         ),
@@ -366,15 +367,23 @@ def failed_trials(rows: pd.DataFrame) -> list[dict[str, Any]]:
             "variant": row["variant"],
             "seed": int(row["seed"]),
             "reason": reason if isinstance(reason, str) and reason else "failed",
+            **_sweep_of(failed, index),
         }
-        for (_, row), reason in zip(failed.iterrows(), reasons, strict=True)
+        for (index, row), reason in zip(failed.iterrows(), reasons, strict=True)
     ]
+
+
+def _sweep_of(rows: pd.DataFrame, index: Any) -> dict[str, str]:
+    """``{"sweep": id}`` for a row of merged sweeps (``merged_rows``), else nothing."""
+    return {"sweep": str(rows.at[index, "sweep"])} if "sweep" in rows else {}
 
 
 def with_failures(table: pd.DataFrame, failed: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """``table`` carrying the trials that failed (``attrs["failed"]``, sorted), which
     are not in its cells: the renderers list them under the table."""
-    listed = [{key: entry[key] for key in FAILED_KEYS} for entry in failed]
+    listed = [
+        {key: entry[key] for key in (*FAILED_KEYS, "sweep") if key in entry} for entry in failed
+    ]
     table.attrs["failed"] = sorted(
         listed, key=lambda e: (str(e["loss"]), str(e["dataset"]), str(e["variant"]), e["seed"])
     )

@@ -108,7 +108,12 @@ def cancel_sweep(session: Session, runner: Runner, sweep: Sweep) -> Sweep:
     target = (
         SweepStatus.CANCELLED if sweep.status is SweepStatus.PENDING else SweepStatus.CANCELLING
     )
-    changed = transition_sweep(session, sweep.id, target, message="cancel requested")
+    message = (
+        "cancelled before it started"
+        if target is SweepStatus.CANCELLED
+        else "cancel requested: stopping its trials"
+    )
+    changed = transition_sweep(session, sweep.id, target, message=message)
     # Stopped even when it was pending: the reconciler may have submitted it between
     # the read above and the change; stopping a job that does not exist is a no-op.
     job = job_id(changed.id, changed.resubmissions)

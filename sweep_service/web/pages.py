@@ -31,7 +31,7 @@ from sweep_service.store import (
     get_sweep,
     list_sweeps,
 )
-from sweep_service.web.views import Progress, grid_html, spec_yaml, trial_lines
+from sweep_service.web.views import Progress, grid_html, pending_lines, spec_yaml, trial_lines
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).with_name("templates"))
@@ -140,11 +140,12 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
     except ApiError as error:
         rows, tracking_problem = pd.DataFrame(columns=["status"]), str(error.body)
     grid = grid_html(rows, metric, sweep.name, stage_one_is_random(sweep.resolved_spec))
+    trials = trial_lines(rows, metric, experiment)
     return {
         "sweep": sweep,
         "progress": Progress.from_rows(rows, sweep.trial_count),
         "metric": metric,
-        "trials": trial_lines(rows, metric, experiment),
+        "trials": trials + pending_lines(sweep, trials),
         "grid": grid,
         "plot_url": f"/v1/sweeps/{sweep.id}/grid?format=png&metric={metric}" if grid else None,
         "experiment_url": experiment_url,

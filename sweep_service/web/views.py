@@ -10,7 +10,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from search_spaces.reports import degenerate_reason, to_html
+from search_spaces.dataset_refs import dataset_label
+from search_spaces.errors import SpecError
+from search_spaces.reports import degenerate_reason, loss_label, to_html
+from search_spaces.spec import expand_losses, validate_spec
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
 from sweep_service.api.trials import run_url, trial_counts
@@ -21,18 +24,24 @@ RUNNING = "RUNNING"
 
 @dataclass(frozen=True)
 class Progress:
-    """A sweep's trials by state; ``percent`` is the share that has ended."""
+    """A sweep's trials by state; ``percent`` is the share that has ended. ``stopped``
+    trials were killed by a cancel (MLflow's KILLED), not failed; the store's counts
+    (``of``) hold them among ``failed``."""
 
     done: int
     failed: int
     running: int
     pending: int
     total: int
+    stopped: int = 0
+
+    @property
+    def ended(self) -> int:
+        return self.done + self.failed + self.stopped
 
     @property
     def percent(self) -> float:
-        ended = self.done + self.failed
-        return 100.0 * ended / self.total if self.total else 0.0
+        return 100.0 * self.ended / self.total if self.total else 0.0
 
     @classmethod
     def of(cls, sweep: Sweep) -> Progress:
@@ -42,13 +51,15 @@ class Progress:
 
     @classmethod
     def from_rows(cls, rows: pd.DataFrame, total: int) -> Progress:
-        """From MLflow's trial runs as just read: FINISHED done, FAILED or KILLED
-        failed, RUNNING running; the rest of ``total`` pending."""
+        """From MLflow's trial runs as just read: FINISHED done, FAILED failed, KILLED
+        stopped, RUNNING running; the rest of ``total`` pending."""
         states = rows["status"].value_counts() if "status" in rows else pd.Series(dtype=int)
         done = int(states.get("FINISHED", 0))
-        failed = int(states.get("FAILED", 0) + states.get("KILLED", 0))
+        failed = int(states.get("FAILED", 0))
+        stopped = int(states.get("KILLED", 0))
         running = int(states.get(RUNNING, 0))
-        return cls(done, failed, running, max(total - done - failed - running, 0), total)
+        pending = max(total - done - failed - stopped - running, 0)
+        return cls(done, failed, running, pending, total, stopped)
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,31 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
         for row in rows.to_dict(orient="records")
     ]
     return sorted(lines, key=lambda line: (line.status != RUNNING, line.label))
+
+
+def pending_lines(sweep: Sweep, started: list[TrialLine]) -> list[TrialLine]:
+    """The grid's trials that have no MLflow run (not started, or never will be in a
+    finished sweep), labelled as the started ones are; none where the spec samples its
+    trials (random/TPE: they are not known before they are drawn)."""
+    try:
+        spec = validate_spec(sweep.resolved_spec, max_trials=None)
+        losses = expand_losses(spec)
+    except (SpecError, ValueError):
+        return []
+    seen = {line.label for line in started}
+    status = "NOT STARTED" if sweep.status.is_finished() else "PENDING"
+    labels = [
+        f"{loss_label(loss)} seed={seed} {dataset_label(dataset)}/{variant}"
+        for loss in losses
+        for dataset in spec.task.dataset
+        for variant in spec.task.variant
+        for seed in spec.seeds
+    ]
+    return [
+        TrialLine(label, status, None, None, None, None, None, None)
+        for label in labels
+        if label not in seen
+    ]
 
 
 def grid_html(

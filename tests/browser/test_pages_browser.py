@@ -348,3 +348,45 @@ def test_the_api_docs_render_offline(
     # Nothing it needs came from the internet: ReDoc's bundle asks only for the
     # Redocly logo of its footer, an image, and renders without it.
     assert [asked for asked in refused if not asked.startswith("image ")] == []
+
+
+def test_a_cancelled_sweep_page_says_what_ran_and_what_never_did(
+    service: Service, context: tuple[BrowserContext, list[str]], screenshots: Path
+) -> None:
+    # Long trials, two at a time of six: cancelled while the first two run.
+    long = {
+        "extends": "smoke",
+        "name": "cancelled-demo",
+        "seeds": [0, 1, 2],
+        "training": {"epochs": 50, "eval_every_steps": 2},
+        "search_space": {"losses": [{"name": "ce"}, {"name": "dsc", "alpha": 0.1}]},
+        "resources": {"max_concurrent_trials": 2},
+    }
+    answer = service.http.post("/v1/sweeps", json=long)
+    assert answer.status_code == 201, answer.text
+    sweep_id = str(answer.json()["id"])
+    wait(lambda: service.sweep(sweep_id)["trials"]["running"] > 0, 300, "a trial to run")
+    assert service.http.post(f"/v1/sweeps/{sweep_id}/cancel").status_code == 200
+    sweep = finished(service, sweep_id)
+    assert sweep["status"] == "cancelled"
+    opened, refused = context
+    page = opened.new_page()
+    page.goto(f"http://127.0.0.1:{service.port}/sweeps/{sweep_id}")
+    expect(page.locator(".summary .status")).to_have_text("cancelled")
+    expect(page.locator(".summary .message")).to_have_text(
+        "cancelled on request: its running trials were stopped"
+    )
+    expect(page.get_by_text("The table appears when the first trial finishes.")).to_have_count(0)
+    expect(page.get_by_text("No table: no trial finished before the sweep ended")).to_be_visible()
+    counts = page.locator(".summary .counts")
+    expect(counts).to_contain_text("0 failed")
+    expect(counts).to_contain_text("stopped")
+    expect(counts).to_contain_text("not started")
+    expect(page.locator(".legend")).to_contain_text("stopped by the cancel")
+    expect(page.locator(".progress .failed")).to_have_attribute("style", "width: 0.0%")
+    # Every trial of the grid is listed: the stopped ones and those that never ran.
+    expect(page.locator("table.trials:not(.running) tbody tr")).to_have_count(6)
+    expect(page.locator("span.run.killed").first).to_be_visible()
+    expect(page.locator("span.run.not-started").first).to_be_visible()
+    page.screenshot(path=screenshots / "sweep-cancelled.png", full_page=True)
+    assert refused == []

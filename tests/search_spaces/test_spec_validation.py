@@ -50,7 +50,12 @@ INVALID = {
     "parameter of no loss": (
         {"search_space": losses({"name": "dsc", "temperature": 2})},
         "search_space.losses[0].temperature",
-        "Extra inputs are not permitted",
+        "unknown key; valid: name, alpha, smooth, square, scope, classes",
+    ),
+    "misspelt parameter": (
+        {"search_space": losses({"name": "focal", "gama": 2})},
+        "search_space.losses[0].gama",
+        "unknown key; did you mean 'gamma'?",
     ),
     "alpha out of range": (
         {"search_space": losses({"name": "ce"}, {"name": "focal"}, {"name": "dsc", "alpha": 1.5})},
@@ -109,7 +114,7 @@ INVALID = {
     ),
     "unknown dataset": (
         {"task": {"dataset": ["mrpc", "imdb"]}},
-        "task.dataset",
+        "task.dataset[1]",
         "unknown dataset 'imdb'; valid: conll2003, ctb5_pos, ctb6_pos, mrpc, msra_ner, "
         "ontonotes4_zh, qqp, quoref, squad_v1, squad_v2, ud_en_ewt, ud_zh_gsd",
     ),
@@ -126,19 +131,29 @@ INVALID = {
     "positive label out of 0/1": (
         {"task": {"dataset": "mrpc", "positive_label": 2}},
         "task.positive_label",
-        "Input should be 0 or 1",
+        "unknown positive_label 2; valid: 0, 1",
     ),
     "unknown variant": (
         {"task": {"variant": ["original", "+neutral"]}},
         "task.variant[1]",
-        "Input should be 'original', '+positive', '+negative', '-negative'",
+        "unknown variant '+neutral'; valid: original, +positive, +negative, -negative",
     ),
     "kind against the catalogue": (
         {"task": {"dataset": "conll2003", "kind": "pos"}},
         "task.kind",
         "conll2003 is a 'ner' data set, not 'pos'",
     ),
-    "unknown top-level key": ({"sweeps": 3}, "sweeps", "Extra inputs are not permitted"),
+    "unknown top-level key": ({"bogus": 3}, "bogus", "unknown key; valid: name, description"),
+    "misspelt top-level key": (
+        {"trainig": {"epochs": 1}},
+        "trainig",
+        "unknown key; did you mean 'training'?",
+    ),
+    "misspelt section key": (
+        {"training": {"epocs": 1}},
+        "training.epocs",
+        "unknown key; did you mean 'epochs'?",
+    ),
     "max_seq_length too short": (
         {"training": {"max_seq_length": 4}},
         "training.max_seq_length",
@@ -266,6 +281,53 @@ def test_invalid_spec_names_the_field_and_the_rule(case: str) -> None:
     assert rule in message
 
 
+# A mistake in a value of a union (a data set is a name, a folder or a hub id; a task
+# kind, a format and a loss are each one of a list) is one line naming the one field.
+UNION_MISTAKES = {
+    "format": (
+        {"task": {"kind": "ner", "dataset": [{"path": "mine", "format": "conl"}]}},
+        "task.dataset[0].format: unknown format 'conl'; "
+        "valid: conll, conllu, pairs-tsv, squad-json, jsonl",
+    ),
+    "loss name": (
+        {"search_space": losses({"name": "dics"})},
+        "search_space.losses[0].name: unknown loss 'dics'; "
+        "valid: ce, dice, dsc, focal, tversky, wce",
+    ),
+    "task kind": (
+        {"task": {"kind": "nerr"}},
+        "task.kind: unknown kind 'nerr'; valid: pi, ner, pos, mrc",
+    ),
+    "data set kind": (
+        {"task": {"kind": "ner", "dataset": [7]}},
+        "task.dataset[0]: a data set is a catalogue name, a local folder "
+        "{path, format[, name]} or a hub data set {hub[, config, name]}",
+    ),
+    "folder key": (
+        {"task": {"kind": "ner", "dataset": [{"pth": "mine", "format": "conll"}]}},
+        "task.dataset[0].pth: unknown key; did you mean 'path'?",
+    ),
+    "hub key": (
+        {"task": {"kind": "pi", "dataset": [{"hub": "glue", "confg": "mrpc"}]}},
+        "task.dataset[0].confg: unknown key; did you mean 'config'?",
+    ),
+    "catalogue name": (
+        {"task": {"dataset": ["mrpc", "qqq"]}},
+        "task.dataset[1]: unknown dataset 'qqq'; valid: conll2003, ctb5_pos",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNION_MISTAKES))
+def test_a_union_mistake_is_one_line(case: str) -> None:
+    overrides, line = UNION_MISTAKES[case]
+    with pytest.raises(SpecError) as caught:
+        resolve_spec(make_spec(**overrides), presets={})
+    assert len(caught.value.issues) == 1
+    assert str(caught.value).startswith(f"invalid sweep spec: {line}")
+    assert "\n" not in str(caught.value)
+
+
 def test_more_trials_than_the_cap_names_the_count_and_the_cap() -> None:
     data = make_spec(
         search_space=losses({"name": "dsc", "alpha": [1, 0.5, 0.1, 0.05, 0.01]}), seeds=[0, 1]
@@ -289,7 +351,7 @@ def test_every_field_error_is_reported_at_once() -> None:
     with pytest.raises(SpecError) as caught:
         resolve_spec(data, presets={})
     assert {issue.path for issue in caught.value.issues} == {
-        "task.dataset",
+        "task.dataset[0]",
         "training.epochs",
         "bogus",
     }

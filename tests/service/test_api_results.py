@@ -265,3 +265,29 @@ def test_the_grid_marks_significant_differences_from_ce(
     assert {cell["row"]: cell["p_value"] for cell in cells}["dsc(alpha=0.1)"] == pytest.approx(
         2 * stats.t.sf(5 * math.sqrt(3), df=2)
     )
+
+
+def test_a_merged_table_names_the_sweep_of_each_listed_trial(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    # The same loss, seed and data set in two sweeps: only the sweep tells them apart.
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    ids = []
+    for name in ("first", "second"):
+        sweep = create_sweep(session, alice.id, make_draft(name)).sweep
+        trials = [
+            FakeTrial({"name": "ce"}, eval_f1=80.0),
+            FakeTrial({"name": "dice"}, status="FAILED", reason=f"diverged in {name}"),
+        ]
+        write_trials(tracking, sweep.id, trials)
+        ids.append(sweep.id)
+    merged = api.client.get("/v1/grid", params={"ids": ids}, headers=headers)
+    assert merged.status_code == 200, merged.text
+    failed = {entry["sweep"]: entry["reason"] for entry in merged.json()["failed"]}
+    assert failed == {ids[0]: "diverged in first", ids[1]: "diverged in second"}
+    text = api.client.get("/v1/grid", params={"ids": ids, "format": "markdown"}, headers=headers)
+    assert f"- dice seed=0 on mrpc original in sweep {ids[1]}: diverged in second" in text.text
+    alone = api.client.get(
+        f"/v1/sweeps/{ids[0]}/grid", params={"format": "markdown"}, headers=headers
+    )
+    assert "- dice seed=0 on mrpc original: diverged in first" in alone.text

@@ -67,7 +67,7 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], list[Any], str]] = {
     ),
     "unknown-dataset": (
         {**SMOKE, "task": {"kind": None, "dataset": "imdb"}},
-        ["body", "task", "dataset"],
+        ["body", "task", "dataset", 0],
         "unknown dataset 'imdb'; valid:",
     ),
     "dataset-files-missing": (
@@ -80,7 +80,12 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], list[Any], str]] = {
         ["body"],
         "20 trials (losses × datasets × variants × seeds = 2 × 1 × 1 × 10) exceed the cap of 8",
     ),
-    "unknown-field": ({**SMOKE, "bogus": 1}, ["body", "bogus"], "Extra inputs are not permitted"),
+    "unknown-field": ({**SMOKE, "bogus": 1}, ["body", "bogus"], "unknown key; valid: name,"),
+    "misspelt-field": (
+        {**SMOKE, "trainig": {}},
+        ["body", "trainig"],
+        "unknown key; did you mean 'training'?",
+    ),
     "unknown-preset": ({"extends": "nope"}, ["body", "extends"], "unknown preset 'nope'; valid:"),
     "absolute-model-path": ({**SMOKE, "model": "/etc/models/x"}, ["body", "model"], "absolute"),
     "model-path-escape": ({**SMOKE, "model": "models/../../x"}, ["body", "model"], "'..'"),

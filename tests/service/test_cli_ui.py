@@ -12,6 +12,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
+
+from search_spaces.settings import DicesweepSettings
 from tests.service.test_cli_keys import dicesweep
 
 
@@ -40,20 +43,52 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
     env["DICESWEEP_HOME"] = str(tmp_path)
     command = [sys.executable, "-m", "sweep_service.cli", "ui", "--port", str(port)]
-    # In a group of its own, so that the server's workers stop with it.
-    with subprocess.Popen(
-        command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
-    ) as ui:
+    # In a group of its own, as a terminal's foreground job; what it says to a file, which
+    # the server's processes share (a pipe would wait on the last of them, not on it).
+    said_to = tmp_path / "ui.err"
+    with (
+        said_to.open("w") as stderr,
+        subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True) as ui,
+    ):
         try:
-            assert ui.stderr is not None
-            said = [ui.stderr.readline(), ui.stderr.readline()]
+            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=240)
+            said = said_to.read_text().splitlines(keepends=True)
             store = f"sqlite:///{tmp_path}/mlflow.db"
             assert said[0] == f"MLflow UI at {url} (the sweeps' store {store})\n"
-            # Not where the links go by default (port 5000): the setting that sends them here.
-            assert f"set DICESWEEP_MLFLOW_UI_URL={url} " in said[1]
-            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=120)
+            # Not where the links go by default (port 5000): the address the service's links
+            # follow from now on, written under the home.
+            assert (
+                said[1] == f"the service's links come here (written to {tmp_path}/mlflow-ui.url)\n"
+            )
+            assert (tmp_path / "mlflow-ui.url").read_text() == f"{url}\n"
+            assert DicesweepSettings(home=tmp_path).mlflow_ui == url
+            # Ctrl-C, as a terminal sends it to its foreground group: the UI's server, in a
+            # group of its own, is stopped with its workers at once, without a traceback.
+            servers = descendants(ui.pid)
+            assert servers
+            stopped_at = time.monotonic()
+            os.killpg(ui.pid, signal.SIGINT)
+            assert ui.wait(timeout=60) == 130
+            assert time.monotonic() - stopped_at < 15
+            errors = said_to.read_text()
+            assert "Traceback" not in errors and "MLflow UI stopped\n" in errors
+            assert not any(alive(server) for server in servers)  # every one
         finally:
-            os.killpg(ui.pid, signal.SIGTERM)
+            if ui.poll() is None:
+                os.killpg(ui.pid, signal.SIGTERM)
+
+
+def alive(process: psutil.Process) -> bool:
+    """Running, not a killed process its new parent has yet to reap."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """The processes ``pid`` started, and theirs."""
+    return psutil.Process(pid).children(recursive=True)
 
 
 def test_ui_of_an_mlflow_server_names_its_ui_and_starts_nothing(tmp_path: Path) -> None:
@@ -74,4 +109,4 @@ def test_ui_help_says_when_to_set_the_ui_url(tmp_path: Path) -> None:
     shown = dicesweep(tmp_path, "ui", "--help")
     assert shown.returncode == 0
     text = " ".join(shown.stdout.split())
-    assert "set DICESWEEP_MLFLOW_UI_URL when the UI runs elsewhere" in text
+    assert "set it when the UI runs elsewhere" in text

@@ -230,7 +230,7 @@ def cli(service: Service, *args: str) -> subprocess.CompletedProcess[str]:
 def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
     long = {"extends": "smoke", "training": {"epochs": 50, "eval_every_steps": 2}}
     (service.home / "long.yaml").write_text(yaml.safe_dump(long))
-    submitted = cli(service, "submit", str(service.home / "long.yaml"))
+    submitted = cli(service, "submit", "--json", str(service.home / "long.yaml"))
     assert submitted.returncode == 0, submitted.stderr
     sweep_id = json.loads(submitted.stdout)["id"]
     wait(lambda: service.sweep(sweep_id)["status"] == "running", 240, "the sweep to run")

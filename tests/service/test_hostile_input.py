@@ -96,17 +96,17 @@ HOSTILE: dict[str, Hostile] = {
     "dataset-import": Hostile(
         {**SMOKE, "task": {"kind": None, "dataset": "os:system"}},
         422,
-        "task.dataset",
+        "task.dataset.0",
         "unknown dataset",
     ),
     "kind-import": Hostile(
-        {**SMOKE, "task": {"kind": "subprocess.run"}}, 422, "task.kind", "Input should be"
+        {**SMOKE, "task": {"kind": "subprocess.run"}}, 422, "task.kind", "unknown kind"
     ),
     "scheduler-import": Hostile(
         {**SMOKE, "scheduler": {"kind": "ray.tune.schedulers.PBT"}},
         422,
         "scheduler.kind",
-        "Input should be",
+        "unknown kind 'ray.tune.schedulers.PBT'; valid: fifo, asha, median",
     ),
     "name-shell": Hostile({**SMOKE, "name": "x; rm -rf /"}, 422, "name", "pattern"),
     # Sizes

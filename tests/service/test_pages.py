@@ -5,14 +5,17 @@ API docs served with no internet."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
+from search_spaces.presets import resolve_spec
 from sweep_service.api.auth import KEY_COOKIE
 from sweep_service.store import (
     Owner,
+    SweepDraft,
     SweepStatus,
     TrialProgress,
     create_api_key,
@@ -137,6 +140,23 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     assert "spec" in text.lower() and "table8-mrpc" in text
 
 
+def test_the_links_follow_the_ui_without_a_restart(
+    signed_in: Api, running_sweep: tuple[str, list[str]]
+) -> None:
+    # `dicesweep ui --port 5731` writes its address under the home; the running
+    # service's next page links there (DICESWEEP_MLFLOW_UI_URL unset).
+    api, (sweep_id, _) = signed_in, running_sweep
+    before = api.client.get(f"/sweeps/{sweep_id}").text
+    assert 'href="http://127.0.0.1:5000/#/experiments/' in before
+    api.settings.home.mkdir(parents=True, exist_ok=True)
+    (api.settings.home / "mlflow-ui.url").write_text("http://127.0.0.1:5731\n")
+    after = api.client.get(f"/sweeps/{sweep_id}").text
+    assert 'href="http://127.0.0.1:5000/' not in after
+    assert 'href="http://127.0.0.1:5731/#/experiments/' in after
+    links = api.client.get(f"/v1/sweeps/{sweep_id}").json()["links"]
+    assert links["mlflow_run"].startswith("http://127.0.0.1:5731/#/experiments/")
+
+
 def test_a_finished_sweep_stops_refreshing(
     signed_in: Api, session: Session, running_sweep: tuple[str, list[str]]
 ) -> None:
@@ -145,6 +165,51 @@ def test_a_finished_sweep_stops_refreshing(
     live = api.client.get(f"/sweeps/{sweep_id}/live").text
     assert 'data-final="true"' in live
     assert "succeeded" in _text(live)
+
+
+def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
+    signed_in: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    # 2 losses x 3 seeds; cancelled while its first two trials ran: MLflow holds them KILLED.
+    spec = {
+        "name": "cancel-me",
+        "task": {"dataset": "mrpc"},
+        "model": "tiny-bert",
+        "search_space": {"losses": [{"name": "ce"}, {"name": "dsc", "alpha": 0.1}]},
+        "seeds": [0, 1, 2],
+        "resources": {"gpus_per_trial": 0},
+    }
+    api = signed_in
+    sweep = create_sweep(session, alice.id, SweepDraft.from_spec(spec, resolve_spec(spec))).sweep
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    transition_sweep(session, sweep.id, SweepStatus.RUNNING)
+    killed = [FakeTrial({"name": "ce"}), FakeTrial({"name": "dsc", "alpha": 0.1})]
+    write_trials(tracking, sweep.id, [replace(trial, status="KILLED") for trial in killed])
+    cancel = api.client.post(f"/v1/sweeps/{sweep.id}/cancel")  # the cookie cannot cancel
+    assert cancel.status_code == 401
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    assert api.client.post(f"/v1/sweeps/{sweep.id}/cancel", headers=headers).status_code == 200
+    transition_sweep(  # as the reconciler does once the job has stopped
+        session,
+        sweep.id,
+        SweepStatus.CANCELLED,
+        message="cancelled on request: its running trials were stopped",
+    )
+    html = api.client.get(f"/sweeps/{sweep.id}").text
+    text = _text(html)
+    assert "cancelled cancelled on request: its running trials were stopped" in text
+    assert "cancel requested" not in text
+    assert "The table appears when the first trial finishes" not in text
+    assert "No table: no trial finished before the sweep ended (cancelled)." in text
+    assert "2/6 trials (33%): 0 done, 0 running, 0 failed, 2 stopped, 4 not started" in text
+    assert 'class="failed" style="width: 0.0%"' in html  # nothing red in the bar
+    assert "stopped by the cancel" in text  # the bar's legend
+    for seed in (1, 2):
+        for loss in ("ce", "dsc(alpha=0.1)"):
+            assert f"{loss} seed={seed} mrpc/original not started" in text
+    assert html.count('class="run not-started"') == 4
+    assert "ce seed=0 mrpc/original killed" in text
+    assert 'data-final="true"' in api.client.get(f"/sweeps/{sweep.id}/live").text
 
 
 def test_another_owners_sweep_is_not_shown(
@@ -206,6 +271,12 @@ def test_the_api_docs_need_no_internet(api: Api, page: str, assets: list[str]) -
         served = api.client.get(url)
         assert served.status_code == 200 and len(served.content) > 100_000
     assert api.client.get("/openapi.json").json()["info"]["title"] == "dicesweep"
+    # Both viewers need JavaScript: the title and a line without it say what the page is.
+    viewer = "Swagger UI" if page == "/docs" else "ReDoc"
+    assert f"<title>dicesweep API reference ({viewer})</title>" in html
+    noscript = html.split("<noscript>")[1].split("</noscript>")[0]
+    assert f"This is {viewer}, the interactive reference of the dicesweep REST API" in noscript
+    assert 'href="/openapi.json"' in noscript
 
 
 # What MRPC dev's trials report: the no-skill scores and the share of each prediction.

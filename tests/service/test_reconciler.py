@@ -128,7 +128,10 @@ def test_cancelling_sweep_is_stopped_then_cancelled(
     reconciler.run_once()
     assert runner.stopped == [sweep_id]
     reconciler.run_once()
-    assert status(session_factory, alice, sweep_id).status is SweepStatus.CANCELLED
+    cancelled = status(session_factory, alice, sweep_id)
+    assert cancelled.status is SweepStatus.CANCELLED
+    # No longer "cancel requested": the page shows this beside the status.
+    assert cancelled.message == "cancelled on request: its running trials were stopped"
 
 
 def test_a_new_reconciler_picks_up_active_sweeps(

@@ -317,7 +317,10 @@ def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr == "spec.yaml:4:6: invalid YAML: expected ',' or ']', but got ':'\n"
+    assert result.stderr == (
+        "spec.yaml:3:12: invalid YAML: the '[' opened here is not closed "
+        "(expected ',' or ']', but got ':' at line 4, column 6)\n"
+    )
 
 
 # --- the README's own-data example, as written ------------------------------------------

@@ -30,6 +30,7 @@ PLAIN_LINE = re.compile(
 )
 TABLE_ROW = "| dsc(alpha=0.1,scope=set) |"
 ROUTINE = "Wrote the latest version of all result files"  # Tune's, at INFO: in the log file
+RAY_STARTED = "Started a local Ray instance."  # Ray's, at INFO: in the log file too
 
 
 def clock_seconds(text: str) -> int:
@@ -37,9 +38,9 @@ def clock_seconds(text: str) -> int:
     return 3600 * hours + 60 * minutes + seconds
 
 
-def routine_logged(home: Path) -> bool:
-    """Whether Tune's routine record went to the sweep's log file under the home."""
-    return any(ROUTINE in log.read_text() for log in (home / "logs").glob("*.log"))
+def routine_logged(home: Path, record: str = ROUTINE) -> bool:
+    """Whether a routine record (Tune's) went to the sweep's log file under the home."""
+    return any(record in log.read_text() for log in (home / "logs").glob("*.log"))
 
 
 def run_in_terminal(env: dict[str, str], cwd: Path, timeout: float = 600) -> tuple[int, str]:
@@ -138,6 +139,7 @@ def test_piped_the_progress_is_plain_lines(
     assert process.wait(timeout=60) == 0, stderr[-3000:]
     assert ESCAPE not in table + stderr
     assert ROUTINE not in stderr and routine_logged(short_home)
+    assert RAY_STARTED not in stderr and routine_logged(short_home, RAY_STARTED)
     progress = [(line, arrived) for line, arrived in said if PLAIN_LINE.match(line)]
     assert len(progress) >= 2, stderr
     assert "2/2 trials (100%): 0 running, 2 done, 0 failed | ETA 0:00:00" in progress[-1][0]

@@ -4,16 +4,25 @@ what it can tell about a sweep's trials."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from search_spaces.settings import DicesweepSettings, forwarded_settings
 from search_spaces.spec import SweepSpec
 
 
-def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
-    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings."""
+def start_ray(settings: DicesweepSettings, num_cpus: int | None, log_file: Path) -> None:
+    """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings.
+    Ray's notices meanwhile ("Started a local Ray instance.") go to ``log_file``."""
     import ray
 
+    from trainables.driver.progress import ray_log_file
+
+    with ray_log_file(log_file):
+        _init(ray, settings, num_cpus)
+
+
+def _init(ray: Any, settings: DicesweepSettings, num_cpus: int | None) -> None:
     # By name: Ray logs a runtime environment, and secrets (an HF token, an API key)
     # reach a local head's workers through the environment they inherit.
     env = forwarded_settings()

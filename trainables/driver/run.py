@@ -228,7 +228,7 @@ def run(
     # are never imported here: only the workers that run trials need them.
     with ThreadPoolExecutor(max_workers=1) as pool:
         tracking = pool.submit(open_tracking, settings, sweep_id, spec)
-        start_ray(settings, num_cpus)
+        start_ray(settings, num_cpus, log_file)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
     unschedulable = unschedulable_reason(spec)
