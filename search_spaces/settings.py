@@ -54,6 +54,15 @@ class DicesweepSettings(BaseSettings):
     storage_path: str = Field(default_factory=lambda d: str(d["home"] / "ray_results"))
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
+    # How long a sweep's driver waits for a node that can hold one of its trials
+    # (workers rejoining a restarted head, a cluster just started, an autoscaler adding
+    # a node) before it exits with code 4, for the service to submit it again.
+    cluster_wait_s: float = Field(300.0, ge=0)
+    # The resources of the largest node the cluster can ever have, as JSON
+    # (``{"CPU": 8, "GPU": 1}``): a trial asking more fails its sweep at once. None: an
+    # autoscaler's node groups when Ray shows them (KubeRay, ``ray up``), else unknown,
+    # and a sweep waits ``cluster_wait_s`` for such a node.
+    cluster_max_resources: dict[str, float] | None = None
 
     @field_validator("home")
     @classmethod

@@ -108,6 +108,8 @@ def test_driver_exit_codes_one_and_two_fail_the_sweep_for_good(
     assert len(runner.submitted) == 1
     assert driver_failed_for_good("failed with exit code 2")
     assert not driver_failed_for_good("failed with exit code 137")
+    # No node joined within the driver's wait: nodes may still join, tried again.
+    assert not driver_failed_for_good("failed with exit code 4")
     assert not driver_failed_for_good("the worker died unexpectedly")
 
 
