@@ -61,6 +61,8 @@ RunCloser = Callable[[Sweep, str, str], object]
 # longer); a signal's, the driver killed (trainables.driver.cluster).
 FINAL_EXIT_CODES = {1, 2}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
+# Terminal colour and cursor codes, as Ray's and Tune's log lines carry them.
+ANSI_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Sweeps whose driver has started and may have trials running: their progress is read
 # every pass (a submitted one's job has not been seen running yet).
 FOLLOWED = frozenset({SweepStatus.RUNNING, SweepStatus.CANCELLING})
@@ -180,6 +182,7 @@ class Reconciler:
                 self._runner.stop(job)
             return
         state, message = self._runner.state(job)
+        message = ANSI_CODES.sub("", message)  # a log tail's colours: noise once stored
         if sweep.status is SweepStatus.CANCELLING:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)
@@ -192,7 +195,8 @@ class Reconciler:
         elif state is JobState.PENDING:
             return
         elif state is JobState.SUCCEEDED:
-            transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state)
+            # A failed earlier driver's message no longer says anything about the sweep.
+            transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state, message="")
         elif state is JobState.FAILED and driver_failed_for_good(message):
             transition_sweep(
                 session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]

@@ -164,7 +164,10 @@ def build_tuner(
         # The experiment keeps its callbacks: the progress display (with the sweep's
         # first start) and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        return tune.Tuner.restore(path, trainable=trainable, resume_errored=True)
+        # An errored trial runs again only where the spec allows a retry: with
+        # max_failures 0 its one failure is final, a resumed driver's too.
+        retry = spec.max_failures > 0
+        return tune.Tuner.restore(path, trainable=trainable, resume_errored=retry)
     param_space = to_param_space(spec, sweep_id=sweep_id)
     run_config = tune.RunConfig(
         name=sweep_id,

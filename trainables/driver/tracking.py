@@ -306,6 +306,9 @@ class TrialLogger(Callback):  # type: ignore[misc]
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
+        elif FAILURE_TAG in self.client.get_run(run_id).data.tags:
+            # An earlier attempt's failure: the trial finished on a retry after all.
+            self.client.delete_tag(run_id, FAILURE_TAG)
         if collapsed is not None:
             self.client.set_tag(run_id, COLLAPSED_TAG, collapsed)
         self.client.set_terminated(run_id, status=status)
