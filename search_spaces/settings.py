@@ -62,6 +62,15 @@ class DicesweepSettings(BaseSettings):
     # run``); set, ``[]`` included (the service sends it to its jobs): every file a
     # driver or trial opens must resolve inside ``datasets_dir`` or one of them.
     data_roots: list[Path] | None = None
+    # How long a sweep's driver waits for a node that can hold one of its trials
+    # (workers rejoining a restarted head, a cluster just started, an autoscaler adding
+    # a node) before it exits with code 4, for the service to submit it again.
+    cluster_wait_s: float = Field(300.0, ge=0)
+    # The resources of the largest node the cluster can ever have, as JSON
+    # (``{"CPU": 8, "GPU": 1}``): a trial asking more fails its sweep at once. None: an
+    # autoscaler's node groups when Ray shows them (KubeRay, ``ray up``), else unknown,
+    # and a sweep waits ``cluster_wait_s`` for such a node.
+    cluster_max_resources: dict[str, float] | None = None
 
     @field_validator("home")
     @classmethod

@@ -5,7 +5,8 @@ One pass reads every active sweep and moves it on:
 - pending: its driver is submitted as a job with the stored resolved spec; the sweep
   becomes submitted;
 - submitted or running, job running: running; job succeeded: succeeded;
-- job failed with exit code 1 (trials failed) or 2 (invalid spec): failed;
+- job failed with exit code 1 (trials failed) or 2 (invalid spec): failed (the
+  driver's other codes, ``FINAL_EXIT_CODES``, are tried again);
 - job failed otherwise, stopped by someone else, or missing (the driver died, the
   head restarted): pending again, resubmitted under a new job id, at most
   ``max_resubmissions`` times, then failed;
@@ -53,9 +54,15 @@ log = logging.getLogger(__name__)
 ProgressReader = Callable[[Sweep], TrialProgress]
 # Closes a finished sweep's MLflow runs left RUNNING: (sweep, KILLED|FAILED, reason).
 RunCloser = Callable[[Sweep, str, str], object]
-# Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid spec.
+# Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid
+# spec, or a trial larger than any node the cluster can have. Any other is resubmitted:
+# 3, the service's release differs from the cluster's; 4, no node that holds a trial
+# joined within DICESWEEP_CLUSTER_WAIT_S (workers rejoining a restarted head may take
+# longer); a signal's, the driver killed (trainables.driver.cluster).
 FINAL_EXIT_CODES = {1, 2}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
+# Terminal colour and cursor codes, as Ray's and Tune's log lines carry them.
+ANSI_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Sweeps whose driver has started and may have trials running: their progress is read
 # every pass (a submitted one's job has not been seen running yet).
 FOLLOWED = frozenset({SweepStatus.RUNNING, SweepStatus.CANCELLING})
@@ -175,6 +182,7 @@ class Reconciler:
                 self._runner.stop(job)
             return
         state, message = self._runner.state(job)
+        message = ANSI_CODES.sub("", message)  # a log tail's colours: noise once stored
         if sweep.status is SweepStatus.CANCELLING:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)
@@ -193,7 +201,8 @@ class Reconciler:
         elif state is JobState.PENDING:
             return
         elif state is JobState.SUCCEEDED:
-            transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state)
+            # A failed earlier driver's message no longer says anything about the sweep.
+            transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state, message="")
         elif state is JobState.FAILED and driver_failed_for_good(message):
             transition_sweep(
                 session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]

@@ -81,6 +81,23 @@ def test_pending_sweep_is_submitted_once_then_followed_to_success(
     assert sweep.status is SweepStatus.SUCCEEDED and sweep.finished_at is not None
 
 
+def test_a_sweep_that_succeeds_after_a_resubmission_drops_the_old_failure(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    reconciler, runner, sweep_id = setup(session_factory, alice, limit=2)
+    reconciler.run_once()
+    tail = "\x1b[36m(raylet)\x1b[0m worker died\nJob entrypoint command failed with exit code -9"
+    runner.jobs[sweep_id] = (JobState.FAILED, tail)
+    reconciler.run_once()  # back to pending, the reason kept without colour codes
+    message = status(session_factory, alice, sweep_id).message or ""
+    assert "(raylet) worker died" in message and "\x1b" not in message
+    reconciler.run_once()  # resubmitted
+    runner.jobs[f"{sweep_id}-retry1"] = (JobState.SUCCEEDED, "")
+    reconciler.run_once()
+    sweep = status(session_factory, alice, sweep_id)
+    assert sweep.status is SweepStatus.SUCCEEDED and not sweep.message
+
+
 def test_dead_driver_is_resubmitted_under_a_new_job_id_up_to_the_limit(
     session_factory: sessionmaker[Session], alice: Owner
 ) -> None:
@@ -111,6 +128,8 @@ def test_driver_exit_codes_one_and_two_fail_the_sweep_for_good(
     assert len(runner.submitted) == 1
     assert driver_failed_for_good("failed with exit code 2")
     assert not driver_failed_for_good("failed with exit code 137")
+    # No node joined within the driver's wait: nodes may still join, tried again.
+    assert not driver_failed_for_good("failed with exit code 4")
     assert not driver_failed_for_good("the worker died unexpectedly")
 
 

@@ -21,7 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from ray.tune import Result
 
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from tests.tcp_proxy import TcpProxy, free_port
@@ -157,3 +157,15 @@ def test_writes_given_up_are_completed_from_tunes_results(proxy: TcpProxy, tmp_p
     assert history(client, run_id, "eval_f1") == {5: 30.0, 9: 61.0}
     assert client.get_run(run_id).info.status == "FINISHED"
     assert logger.backfill([result]) == 0  # whole now: nothing written twice
+
+
+def test_a_trial_that_finishes_on_a_retry_loses_its_failure_tag(tmp_path: Path) -> None:
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    logger = TrialLogger(open_sweep(client), client)
+    config = trial_config("ce", seed=1)
+    logger.finish("t-retried", config, "FAILED", "ActorDiedError: the worker died")
+    run_id = logger.run_id("t-retried", config)
+    assert client.get_run(run_id).data.tags[FAILURE_TAG] == "ActorDiedError: the worker died"
+    logger.finish("t-retried", config, "FINISHED")  # its next attempt (a resumed sweep's)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and FAILURE_TAG not in run.data.tags

@@ -4,6 +4,8 @@ what it can tell about a sweep's trials."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,23 +46,116 @@ def _init(ray: Any, settings: DicesweepSettings, num_cpus: int | None) -> None:
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
 
 
-def unschedulable_reason(spec: SweepSpec) -> str | None:
-    """Why no node of the cluster this process joined can run one trial of ``spec``,
-    or None when one can. Nodes an autoscaler may still add are not seen: on such a
-    cluster, keep a node of each kind the sweeps ask for at its group's minimum."""
+# The driver's exit codes that concern the cluster (the others: 0 done, 1 some trials
+# failed, 2 invalid spec, 3 the service's release differs, 130 interrupted).
+# 2 also when no node the cluster can ever have holds one trial (a final answer);
+# 4 when no node that holds one joined within ``cluster_wait_s``: nodes may still
+# join, so the service submits the sweep again (``sweep_service.reconciler``).
+EXIT_NO_NODE_YET = 4
+# How often the driver looks at the cluster's nodes while it waits, and tells so.
+POLL_S = 2.0
+NOTICE_EVERY_S = 15.0
+
+Resources = dict[str, float]
+
+
+def trial_demand(spec: SweepSpec) -> Resources:
+    """What one trial of ``spec`` needs of a single node."""
+    return {"CPU": spec.resources.cpus_per_trial, "GPU": spec.resources.gpus_per_trial}
+
+
+def holds(node: Resources, wanted: Resources) -> bool:
+    return all(node.get(key, 0.0) >= value for key, value in wanted.items())
+
+
+def alive_nodes() -> list[Resources]:
+    """The total resources of every live node of the cluster this process joined."""
     import ray
 
-    wanted = {"CPU": spec.resources.cpus_per_trial, "GPU": spec.resources.gpus_per_trial}
-    nodes = [node["Resources"] for node in ray.nodes() if node["Alive"]]
-    if any(all(node.get(k, 0.0) >= v for k, v in wanted.items()) for node in nodes):
+    return [dict(node["Resources"]) for node in ray.nodes() if node["Alive"]]
+
+
+def configured_nodes(settings: DicesweepSettings, own_head: bool) -> list[Resources] | None:
+    """The kinds of node the cluster can ever have, when known: a local head of our own
+    is all there is; ``DICESWEEP_CLUSTER_MAX_RESOURCES`` when set; else an autoscaler's
+    node groups that may have a node (KubeRay, ``ray up``), as Ray's GCS records them;
+    None on a cluster of nodes that join by ``ray start`` (compose, by hand)."""
+    if own_head:
+        return alive_nodes()
+    if settings.cluster_max_resources is not None:
+        return [settings.cluster_max_resources]
+    # Ray keeps no public API for the autoscaler's configuration; its GCS state
+    # accessor is what ``ray status`` reads it through.
+    from ray._private.state import state
+
+    config = state.get_cluster_config()
+    if config is None or not config.node_group_configs:
         return None
-    largest = ", ".join(
+    return [dict(group.resources) for group in config.node_group_configs if group.max_count != 0]
+
+
+def describe(nodes: list[Resources]) -> str:
+    return ", ".join(
         f"{node.get('CPU', 0):g} CPUs and {node.get('GPU', 0):g} GPUs" for node in nodes
     )
+
+
+def unschedulable_reason(spec: SweepSpec, nodes: list[Resources], which: str) -> str | None:
+    """Why none of ``nodes`` (``which``: what they are, for the message) can run one
+    trial of ``spec``, or None when one can."""
+    wanted = trial_demand(spec)
+    if any(holds(node, wanted) for node in nodes):
+        return None
     return (
         f"resources.cpus_per_trial={wanted['CPU']:g} and gpus_per_trial={wanted['GPU']:g}: "
-        f"no node of the cluster has that much (its nodes: {largest or 'none'})"
+        f"no node {which} has that much (its nodes: {describe(nodes) or 'none'})"
     )
+
+
+def waiting_notice(spec: SweepSpec, nodes: list[Resources], waited: float, limit: float) -> str:
+    """``waiting for a node with 1 CPUs and 1 GPUs (cluster has 0 CPUs/0 GPUs; 35 s of
+    300)``."""
+    wanted = trial_demand(spec)
+    cpus = sum(node.get("CPU", 0.0) for node in nodes)
+    gpus = sum(node.get("GPU", 0.0) for node in nodes)
+    return (
+        f"waiting for a node with {wanted['CPU']:g} CPUs and {wanted['GPU']:g} GPUs "
+        f"(cluster has {cpus:g} CPUs/{gpus:g} GPUs; {waited:.0f} s of {limit:g})"
+    )
+
+
+def await_capacity(
+    spec: SweepSpec,
+    settings: DicesweepSettings,
+    own_head: bool,
+    notify: Callable[[str], object],
+) -> tuple[int, str] | None:
+    """Wait until a live node can hold one trial of ``spec``: None then. Else the exit
+    code and the reason: at once (code 2) when no node the cluster can ever have holds
+    it (``configured_nodes``), after ``settings.cluster_wait_s`` (code 4) when none
+    joined meanwhile. While it waits, ``notify`` gets ``waiting_notice`` at first and
+    every ``NOTICE_EVERY_S``: nodes rejoin a restarted head over tens of seconds."""
+    configured = configured_nodes(settings, own_head)
+    if configured is not None:
+        which = "of the cluster" if own_head else "the cluster can have"
+        never = unschedulable_reason(spec, configured, which)
+        if never:
+            return 2, never
+    started = time.monotonic()
+    noticed = -NOTICE_EVERY_S
+    while True:
+        nodes = alive_nodes()
+        if unschedulable_reason(spec, nodes, "of the cluster") is None:
+            return None
+        waited = time.monotonic() - started
+        if waited >= settings.cluster_wait_s:
+            reason = unschedulable_reason(spec, nodes, "of the cluster")
+            limit = f"{settings.cluster_wait_s:g} s (DICESWEEP_CLUSTER_WAIT_S)"
+            return EXIT_NO_NODE_YET, f"{reason}, after waiting {limit}"
+        if waited - noticed >= NOTICE_EVERY_S:
+            notify(waiting_notice(spec, nodes, waited, settings.cluster_wait_s))
+            noticed = waited
+        time.sleep(POLL_S)
 
 
 def count_unfinished(experiment_path: str, expected: int) -> int:

@@ -38,7 +38,7 @@ from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count, validate_spec
 from search_spaces.spec_file import SpecFileError, read_spec_file
 from search_spaces.versions import submitter_skew
-from trainables.driver.cluster import count_unfinished, start_ray, unschedulable_reason
+from trainables.driver.cluster import await_capacity, count_unfinished, start_ray
 from trainables.driver.progress import SweepProgress, ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
 
@@ -59,6 +59,8 @@ def new_sweep_id(spec: SweepSpec) -> str:
 # switch chooses the view instead (MLflow 3.17 does), the service's links add
 # ``workflowType`` (sweep_service.api.trials).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# On a sweep's parent run while its driver waits for a node (``wait_for_cluster``).
+WAITING_TAG = "dicesweep.waiting"
 
 
 def experiment_id(client: Any, settings: DicesweepSettings) -> str:
@@ -164,7 +166,10 @@ def build_tuner(
         # The experiment keeps its callbacks: the progress display (with the sweep's
         # first start) and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        return tune.Tuner.restore(path, trainable=trainable, resume_errored=True)
+        # An errored trial runs again only where the spec allows a retry: with
+        # max_failures 0 its one failure is final, a resumed driver's too.
+        retry = spec.max_failures > 0
+        return tune.Tuner.restore(path, trainable=trainable, resume_errored=retry)
     param_space = to_param_space(spec, sweep_id=sweep_id)
     run_config = tune.RunConfig(
         name=sweep_id,
@@ -209,6 +214,33 @@ def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None
         client.set_terminated(run.info.run_id, "KILLED")
 
 
+def wait_for_cluster(
+    spec: SweepSpec, sweep_id: str, settings: DicesweepSettings, client: Any, parent: str
+) -> int:
+    """Wait for a node that holds one trial (``await_capacity``), telling so on stderr
+    and in the parent run's ``dicesweep.waiting`` tag; 0 once one is there, else the
+    exit code, the parent run FAILED with the reason."""
+    own_head = not settings.ray_address and not os.environ.get("RAY_ADDRESS")
+
+    notices: list[str] = []
+
+    def notify(message: str) -> None:
+        print(f"sweep {sweep_id}: {message}", file=sys.stderr)
+        client.set_tag(parent, WAITING_TAG, message)
+        notices.append(message)
+
+    refused = await_capacity(spec, settings, own_head, notify)
+    if notices:
+        client.delete_tag(parent, WAITING_TAG)
+    if refused is None:
+        return 0
+    code, reason = refused
+    print(f"sweep {sweep_id}: {reason}", file=sys.stderr)
+    client.set_tag(parent, "dicesweep.failure", reason)
+    client.set_terminated(parent, "FAILED")
+    return code
+
+
 def run(
     spec: SweepSpec,
     sweep_id: str | None,
@@ -231,12 +263,9 @@ def run(
         start_ray(settings, num_cpus, log_file)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
-    unschedulable = unschedulable_reason(spec)
-    if unschedulable:  # no node could ever run a trial: fail now, not wait forever
-        print(f"sweep {sweep_id}: {unschedulable}", file=sys.stderr)
-        client.set_tag(parent, "dicesweep.failure", unschedulable)
-        client.set_terminated(parent, "FAILED")
-        return 2
+    refused = wait_for_cluster(spec, sweep_id, settings, client, parent)
+    if refused:
+        return refused
     from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)

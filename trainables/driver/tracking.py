@@ -310,11 +310,13 @@ class TrialLogger(Callback):  # type: ignore[misc]
     ) -> None:
         """End the trial's run: FAILED with its ``reason``, or FINISHED (a scheduler's
         stop too) with why it ``stopped``, tagged ``degenerate`` with why when its dev
-        predictions show that its model
-        learned nothing."""
+        predictions show that its model learned nothing."""
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
+        elif FAILURE_TAG in self.client.get_run(run_id).data.tags:
+            # An earlier attempt's failure: the trial finished on a retry after all.
+            self.client.delete_tag(run_id, FAILURE_TAG)
         if stopped is not None:
             self.client.set_tag(run_id, STOP_TAG, stopped)
         if degenerate is not None:
