@@ -28,6 +28,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
+from search_spaces.presets import resolve_spec
+from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, free_port, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.data]
@@ -225,13 +227,13 @@ def test_the_sweep_page_follows_a_running_sweep_to_its_final_table(
     # The page re-renders itself to the end: the status, the table, its plot.
     expect(status).to_have_text("succeeded", timeout=SWEEP_TIMEOUT_S * 1000)
     assert page.evaluate("window.notReloaded === true")  # updated in place
-    losses = spec["search_space"]["losses"]
+    losses = expand_losses(resolve_spec(spec))
     grid = page.locator("table.grid")
     expect(grid.locator("tbody tr")).to_have_count(len(losses))
     expect(grid.locator("tbody tr").first).to_contain_text("ce")
     expect(grid.locator("caption")).to_contain_text("mean ± std over")
     # Each cell as the API's grid has it: a mean over its seeds, marked with the count
-    # of its degenerate seeds (tiny-bert on 64 pairs often predicts one class).
+    # of its degenerate seeds.
     table = service.http.get(f"/v1/sweeps/{sweep_id}/grid").json()
     for row, cell in zip(grid.locator("tbody tr").all(), table["cells"], strict=True):
         expect(row).to_contain_text(f"{cell['mean']:.2f}")
