@@ -229,7 +229,14 @@ class TrackingLink(Section):
 
 class TrialConfig(Section):
     """The config each Ray Tune trial receives: one data set, variant, loss and seed.
-    The sweep's driver logs what the trial reports (``trainables.driver.tracking``)."""
+    The sweep's driver logs what the trial reports (``trainables.driver.tracking``).
+
+    ``stage`` is ``final`` for every trial of a sweep without ``tune``. With ``tune``
+    (``search_spaces.tuning``), ``holdout`` is the share of the training file held
+    out, chosen by ``holdout_seed``: a ``tune`` trial trains on the rest and is scored
+    on it, a ``final`` trial trains on the same rest and is scored on the dev set;
+    ``tuned`` names the ``training`` settings stage 1 chose.
+    """
 
     sweep_id: str
     dataset: DatasetRef
@@ -240,6 +247,10 @@ class TrialConfig(Section):
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
+    stage: Literal["tune", "final"] = "final"
+    holdout: Float | None = Field(None, gt=0, le=0.5)  # None: the whole training file
+    holdout_seed: Int = Field(0, ge=0)
+    tuned: list[Literal["learning_rate", "warmup_ratio", "epochs"]] = Field(default_factory=list)
 
     @field_validator("dataset")
     @classmethod
@@ -258,4 +269,10 @@ class TrialConfig(Section):
                 f"{dataset_label(self.dataset)} is not binary: its only variant is 'original'",
                 "variant",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _tune_needs_holdout(self) -> TrialConfig:
+        if self.stage == "tune" and self.holdout is None:
+            raise rule_error("a tune trial is scored on a held-out split: set holdout", "holdout")
         return self

@@ -24,6 +24,7 @@ from search_spaces.settings import DicesweepSettings
 
 if TYPE_CHECKING:
     from trainables.loop import Reporter
+    from trainables.trial_data import DataRequest
 
 # torch and transformers are imported where a trial runs, never here: the sweep's
 # driver imports this module for ``train`` (Ray pickles it by reference) and, with
@@ -40,18 +41,13 @@ def loss_dict(trial: TrialConfig) -> dict[str, Any]:
     return trial.loss.model_dump(exclude_none=True)
 
 
-def run_trial(
-    config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
-) -> dict[str, float]:
-    """Load the data (cached), then fit; returns the final metrics."""
-    from trainables.loop import fit
-    from trainables.trial_data import DataRequest, load_trial_data
+def data_request(trial: TrialConfig, datasets_dir: Path) -> DataRequest:
+    """What data ``trial`` trains and is scored on (``trainables.trial_data``)."""
+    from trainables.trial_data import DataRequest
 
-    settings = settings or DicesweepSettings()
-    trial = parse_config(config)
     training = trial.training
-    request = DataRequest(
-        dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir),
+    return DataRequest(
+        dataset=dataset_info(trial.dataset, trial.kind, datasets_dir),
         variant=trial.variant,
         model=trial.model,
         max_seq_length=training.max_seq_length,
@@ -59,9 +55,24 @@ def run_trial(
         max_train_examples=training.max_train_examples,
         max_eval_examples=training.max_eval_examples,
         positive_label=trial.positive_label,
+        holdout=trial.holdout,
+        holdout_seed=trial.holdout_seed,
+        stage=trial.stage,
     )
+
+
+def run_trial(
+    config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
+) -> dict[str, float]:
+    """Load the data (cached), then fit; returns the final metrics."""
+    from trainables.loop import fit
+    from trainables.trial_data import load_trial_data
+
+    settings = settings or DicesweepSettings()
+    trial = parse_config(config)
+    request = data_request(trial, settings.datasets_dir)
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
-    return fit(data, trial.model, loss_dict(trial), trial.seed, training, reporter)
+    return fit(data, trial.model, loss_dict(trial), trial.seed, trial.training, reporter)
 
 
 NODE_KEY = "node_id"

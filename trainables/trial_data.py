@@ -1,9 +1,14 @@
 """A trial's data: read, varied, capped, tokenised once and cached on disk.
 
 Every trial of a sweep that shares (data set, variant, caps, tokenizer, max
-length, stride) reads the same pickled features from ``cache_dir``; the first
-one writes them under a file lock, atomically, so concurrent trials never read
-a half-written file.
+length, stride, holdout, stage) reads the same pickled features from ``cache_dir``;
+the first one writes them under a file lock, atomically, so concurrent trials never
+read a half-written file.
+
+A two-stage sweep (``search_spaces.tuning``) holds out a share of the training file
+(``holdout_split``) before anything else is done to it: a ``tune`` trial trains on
+the rest and is scored on the held-out split, a ``final`` trial trains on the same
+rest and is scored on the dev set.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ class DataRequest:
     max_train_examples: int | None
     max_eval_examples: int | None
     positive_label: int = 1  # the scored class of a binary set; the variants follow it
+    holdout: float | None = None  # share of the training file held out; None: none
+    holdout_seed: int = 0
+    stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
 
 
 @dataclass
@@ -67,6 +75,40 @@ def _cap(examples: list[Any], limit: int | None) -> list[Any]:
     return [examples[i] for i in chosen]
 
 
+def holdout_split(examples: list[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """``(rest, held_out)``: about ``share`` of ``examples`` held out, chosen by ``seed``,
+    both in file order. Pairs are held out class by class (the same share of each
+    label, so the tuning split keeps the file's imbalance); reading-comprehension
+    questions whole articles at a time (questions on one paragraph never fall on
+    both sides); tagged sentences one by one. Each group keeps at least one example
+    on each side where it has two."""
+    groups: dict[Any, list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(_holdout_group(example), []).append(index)
+    rng = random.Random(seed)
+    held: set[int] = set()
+    if examples and isinstance(examples[0], QAExample):
+        titles = sorted(groups)
+        count = min(max(1, round(share * len(titles))), len(titles) - 1)
+        for title in rng.sample(titles, count):
+            held.update(groups[title])
+    else:
+        for key in sorted(groups, key=str):
+            members = groups[key]
+            count = min(max(1, round(share * len(members))), len(members) - 1)
+            held.update(rng.sample(members, count))
+    rest = [e for i, e in enumerate(examples) if i not in held]
+    return rest, [e for i, e in enumerate(examples) if i in held]
+
+
+def _holdout_group(example: Any) -> Any:
+    if isinstance(example, PairExample):
+        return example.label
+    if isinstance(example, QAExample):
+        return example.title
+    return None
+
+
 def _texts(examples: Sequence[Any]) -> list[str]:
     """The raw texts a tiny tokenizer learns its vocabulary from."""
     texts: list[str] = []
@@ -85,6 +127,11 @@ def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], 
     (capped) a trial of ``request`` trains and is scored on, before tokenising."""
     info = request.dataset
     train = load_split(info, "train", datasets_dir)
+    held_out: list[Any] = []
+    if request.holdout is not None:
+        # Before the variant and the cap: the tuning split is drawn from the training
+        # file as it is, and nothing of it reaches a trial's training data.
+        train, held_out = holdout_split(train, request.holdout, request.holdout_seed)
     if request.variant != "original":
         if not info.binary:
             raise ValueError(
@@ -94,7 +141,7 @@ def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], 
         train = make_variant(
             pairs, request.variant, seed=VARIANT_SEED, positive=request.positive_label
         )
-    evaluation = load_split(info, "eval", datasets_dir)
+    evaluation = held_out if request.stage == "tune" else load_split(info, "eval", datasets_dir)
     return _cap(train, request.max_train_examples), _cap(evaluation, request.max_eval_examples)
 
 
@@ -110,6 +157,7 @@ def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTr
             "dataset": asdict(request.dataset),
             "variant": request.variant,
             "cap": request.max_train_examples,
+            "holdout": [request.holdout, request.holdout_seed],
         }
     )
     return tiny_tokenizer(_texts(train), cache_dir, key)

@@ -25,6 +25,7 @@ from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
     failed_trials,
+    final_rows,
     infer_layout,
     loss_label,
     paired_test,
@@ -40,6 +41,7 @@ __all__ = [
     "METRICS",
     "STATS",
     "failed_trials",
+    "final_rows",
     "infer_layout",
     "loss_label",
     "ordered",

@@ -137,11 +137,25 @@ def baseline_line(table: pd.DataFrame) -> str | None:
     )
 
 
+def tuned_line(table: pd.DataFrame) -> str | None:
+    """The settings stage 1 of a two-stage sweep chose for each loss, in a sentence, or
+    None for a sweep without ``tune``."""
+    tuned = table.attrs.get("tuned") or {}
+    if not tuned:
+        return None
+    shown = "; ".join(
+        f"{label}: "
+        + ", ".join(f"{name}={format_value(value)}" for name, value in settings.items())
+        for label, settings in tuned.items()
+    )
+    return f"Tuned per loss (stage 1, chosen on the tuning split): {shown}."
+
+
 def notes(table: pd.DataFrame) -> list[str]:
-    """The lines under a table beyond its legend: the trivial baselines, the collapsed
-    trials and the failed ones, none of which are in the cells' means."""
-    baselines = baseline_line(table)
-    lines = [baselines] if baselines else []
+    """The lines under a table beyond its legend: each loss's tuned settings, the
+    trivial baselines, the collapsed trials and the failed ones, none of which are in
+    the cells' means."""
+    lines = [line for line in (tuned_line(table), baseline_line(table)) if line]
     collapsed = table.attrs.get("collapsed") or []
     if collapsed:
         lines.append("Collapsed trials (left out of the means and the tests):")
@@ -349,6 +363,9 @@ def to_html(table: pd.DataFrame) -> str:
         f'<table class="grid"><caption>{escape(legend(table))}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
+    tuned = tuned_line(table)
+    if tuned:
+        text += f'<p class="tuned">{escape(tuned)}</p>'
     baselines = baseline_line(table)
     if baselines:
         text += f'<p class="baselines">{escape(baselines)}</p>'
