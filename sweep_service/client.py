@@ -93,6 +93,9 @@ def submit(spec: dict[str, Any], wait: bool) -> int:
         f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}" if best else ""
     )
     print(f"sweep {final['id']}: {final['status']}{shown}")
+    chosen = (final.get("tuning") or {}).get("chosen") or {}
+    for label, settings in chosen.items():
+        print(f"  {label}: " + ", ".join(f"{name}={value:g}" for name, value in settings.items()))
     if final.get("message") and final["status"] != "succeeded":
         print(final["message"], file=sys.stderr)
     return 0 if final["status"] == "succeeded" else 1
@@ -118,7 +121,11 @@ def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
             sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
             counts = sweep["trials"]
             best = sweep.get("best_trial")
-            state = f"{sweep['status']}: {counts['done']} done, {counts['running']} running, "
+            tuning = sweep.get("tuning")  # a two-stage sweep: which stage runs
+            stage = f" (stage {tuning['stage']})" if tuning else ""
+            state = (
+                f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
+            )
             state += f"{counts['failed']} failed"
             state += f", best eval_f1 {best['eval_f1']:.2f}" if best else ""
             progress.update(task, completed=counts["done"] + counts["failed"], state=state)

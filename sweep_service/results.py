@@ -8,7 +8,14 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import (
+    EXPERIMENT,
+    FAILURE_TAG,
+    LOSS_LABEL_TAG,
+    ROLE_TAG,
+    STAGE_TAG,
+    SWEEP_TAG,
+)
 from search_spaces.reports import METRICS
 
 
@@ -49,6 +56,7 @@ def trial_rows(
             "dataset": params.get("dataset"),
             "variant": params.get("variant"),
             "seed": int(params.get("seed", 0)),
+            "stage": tags.get(STAGE_TAG, "final"),  # a run from before two-stage tuning: final
             "status": run.info.status,
             "failure_reason": tags.get(FAILURE_TAG),
             "run_id": run.info.run_id,
@@ -58,6 +66,13 @@ def trial_rows(
                 f"param_{key[len('loss.') :]}": _value(value)
                 for key, value in params.items()
                 if key.startswith("loss.")
+            }
+        )
+        row.update(
+            {
+                f"tuned_{key[len('tuned.') :]}": _value(value)
+                for key, value in params.items()
+                if key.startswith("tuned.")
             }
         )
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})

@@ -11,6 +11,7 @@ import pandas as pd
 from search_spaces.reports import (
     METRICS,
     failed_trials,
+    final_rows,
     infer_layout,
     paper_table,
     to_csv,
@@ -94,11 +95,13 @@ def grid_of(
     metric: str = "eval_f1",
 ) -> pd.DataFrame:
     """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
-    or several, ``subject`` in messages), titled ``title``, the failed ones listed.
+    or several, ``subject`` in messages), titled ``title``, the failed ones listed;
+    the stage-1 trials of a two-stage sweep are left out (``final_rows``).
 
     Raises:
         ApiError: ``no_results`` before any trial finished; what ``build_table`` raises.
     """
+    trials = final_rows(trials)
     table = build_table(finished_rows(trials, subject), rows_key, cols_key, metric, title)
     return with_failures(table, failed_trials(trials))
 

@@ -137,12 +137,24 @@ class BestTrial(BaseModel):
     eval_f1: float  # in percent, as the trials report it
 
 
+class TuningPublic(BaseModel):
+    """A two-stage sweep's tuning: the stage that runs (``tune``: stage 1, each loss's
+    settings tried on the tuning split; ``final``: every seed at each loss's chosen
+    settings, reported on dev) and, once stage 2 has started, each loss's chosen
+    settings by its label: ``{"ce": {"learning_rate": 3e-05}}``."""
+
+    stage: Literal["tune", "final"]
+    chosen: dict[str, dict[str, float | int]]
+
+
 class SweepDetail(SweepPublic):
     """A sweep with its trials' progress and best trial so far, as read from MLflow
-    at ``trials_as_of`` (None: not read yet)."""
+    at ``trials_as_of`` (None: not read yet); ``tuning`` for a sweep with ``tune``
+    (None otherwise, and before its first trial). The best trial is a stage-2 one."""
 
     trials: TrialCounts
     best_trial: BestTrial | None
+    tuning: TuningPublic | None = None
     trials_as_of: datetime | None
 
 

@@ -34,6 +34,7 @@ class TrialProgress:
     done: int = 0
     failed: int = 0
     best_trial: dict[str, Any] | None = None
+    tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
     mlflow_experiment_id: str | None = None
     mlflow_parent_run_id: str | None = None
 
@@ -152,6 +153,7 @@ def record_progress(
         sweep.trials_done = progress.done
         sweep.trials_failed = progress.failed
         sweep.best_trial = progress.best_trial
+        sweep.tuning = progress.tuning
         sweep.mlflow_experiment_id = progress.mlflow_experiment_id or sweep.mlflow_experiment_id
         sweep.mlflow_parent_run_id = progress.mlflow_parent_run_id or sweep.mlflow_parent_run_id
         sweep.trials_synced_at = now or utc_now()
