@@ -90,6 +90,8 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
         params[f"training.{key}"] = str(value)
     for key in trial.tuned:  # what stage 1 tried or chose
         params[f"tuned.{key}"] = str(getattr(trial.training, key))
+    if trial.holdout is not None:  # enough to carve the tuning split again
+        params.update(holdout=str(trial.holdout), holdout_seed=str(trial.holdout_seed))
     return params
 
 
