@@ -3,12 +3,16 @@ settings each stage runs."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from search_spaces.errors import SpecError
 from search_spaces.presets import deep_merge, resolve_spec
+from search_spaces.reports import final_rows, paper_table, row_from_trial, to_html, to_json
+from search_spaces.reports.formats import to_markdown
 from search_spaces.spec import stage_counts, trial_count
 from search_spaces.tuning import choose_settings, loss_key, stage_one_settings, tune_method
 
@@ -192,3 +196,57 @@ def test_each_loss_gets_its_best_setting_the_first_one_on_a_tie() -> None:
         loss_key(ce): {"learning_rate": 3e-5},
         loss_key(dsc): {"learning_rate": 3e-5},
     }  # focal has nothing to choose on
+
+
+def tuned_row(stage: str, loss: dict[str, Any], seed: int, lr: float, f1: float) -> dict[str, Any]:
+    config = {
+        "dataset": "mrpc",
+        "variant": "original",
+        "loss": loss,
+        "seed": seed,
+        "stage": stage,
+        "tuned": ["learning_rate"],
+        "training": {"learning_rate": lr, "epochs": 1},
+    }
+    return row_from_trial(config, {"eval_f1": f1})
+
+
+def test_rows_carry_the_stage_and_the_table_only_stage_two_with_its_choices() -> None:
+    ce, dsc = {"name": "ce"}, {"name": "dsc", "alpha": 0.1}
+    rows = pd.DataFrame(
+        [
+            tuned_row("tune", ce, 0, 1e-4, 99.0),  # scored on the tuning split: not in the table
+            tuned_row("tune", ce, 0, 1e-3, 10.0),
+            tuned_row("final", ce, 0, 1e-4, 80.0),
+            tuned_row("final", ce, 1, 1e-4, 82.0),
+            tuned_row("final", dsc, 0, 3e-5, 84.0),
+            tuned_row("final", dsc, 1, 3e-5, 86.0),
+        ]
+    )
+    assert rows.loc[0, "stage"] == "tune" and rows.loc[0, "tuned_learning_rate"] == 1e-4
+    table = paper_table(final_rows(rows))
+    assert table.loc["ce", ("mrpc", "mean")] == 81.0
+    assert table.loc["ce", ("mrpc", "count")] == 2
+    assert table.attrs["tuned"] == {
+        "ce": {"learning_rate": 1e-4},
+        "dsc(alpha=0.1)": {"learning_rate": 3e-5},
+    }
+    line = "Tuned per loss (stage 1, chosen on the tuning split): ce: learning_rate=0.0001; "
+    assert line + "dsc(alpha=0.1): learning_rate=3e-05." in to_markdown(table)
+    assert '<p class="tuned">' in to_html(table)
+    assert json.loads(to_json(table))["tuned"]["ce"] == {"learning_rate": 1e-4}
+
+
+def test_a_table_without_tune_says_nothing_of_tuning() -> None:
+    rows = pd.DataFrame(
+        [
+            row_from_trial(
+                {"dataset": "mrpc", "variant": "original", "loss": {"name": "ce"}, "seed": s},
+                {"eval_f1": 80.0 + s},
+            )
+            for s in (0, 1)
+        ]
+    )
+    assert final_rows(rows).equals(rows)
+    table = paper_table(rows)
+    assert table.attrs["tuned"] == {} and "Tuned" not in to_markdown(table)
