@@ -34,9 +34,9 @@ class TrialProgress:
     done: int = 0
     failed: int = 0
     best_trial: dict[str, Any] | None = None
-    tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
     mlflow_experiment_id: str | None = None
     mlflow_parent_run_id: str | None = None
+    tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
 
 
 def transition_sweep(

@@ -45,7 +45,7 @@ def test_migrations_apply_from_empty_and_downgrade_to_base(database_url: URL) ->
         assert _tables(engine) == set()
         upgrade(database_url)
         assert _tables(engine) == TABLES
-        assert _revision(engine) == "0002"
+        assert _revision(engine) == "0003"
         with engine.begin() as connection:
             command.downgrade(alembic_config(connection), "base")
         assert _tables(engine) == set()
@@ -81,6 +81,7 @@ def test_sweeps_stored_before_progress_was_kept_are_upgraded_with_none(
             assert sweep is not None and sweep.trial_count == 3
             assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 0, 0)
             assert sweep.best_trial is None and sweep.trials_synced_at is None
+            assert sweep.tuning is None  # a sweep without tune
             # The reconciler's next pass reads its progress once.
             assert [s.id for s in list_unsynced_finished_sweeps(session)] == ["sw-old"]
     finally:
@@ -95,7 +96,7 @@ def test_migrated_schema_matches_the_models(engine: Engine) -> None:
 
 def test_upgrading_twice_changes_nothing(engine: Engine) -> None:
     upgrade(engine)
-    assert _revision(engine) == "0002"
+    assert _revision(engine) == "0003"
 
 
 def test_foreign_keys_are_enforced(session: Session) -> None:
