@@ -4,10 +4,12 @@ settings each stage runs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from search_spaces.errors import SpecError
 from search_spaces.presets import deep_merge, resolve_spec
@@ -250,3 +252,13 @@ def test_a_table_without_tune_says_nothing_of_tuning() -> None:
     assert final_rows(rows).equals(rows)
     table = paper_table(rows)
     assert table.attrs["tuned"] == {} and "Tuned" not in to_markdown(table)
+
+
+def test_the_two_stage_spec_of_the_docs_is_valid_and_counts_as_it_says() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sweeps.md").read_text()
+    section = text.split("## Tuning per loss", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    spec = resolve_spec(yaml.safe_load(block), presets={})
+    assert stage_counts(spec) == {"tune": 24, "final": 12}  # "4 × 6 + 4 × 3 = 36"
+    assert spec.tune is not None and tune_method(spec.tune) == "grid"
+    assert "4 × 6 + 4 × 3 = 36" in section
