@@ -168,22 +168,32 @@ def trials(sweep_id: str) -> int:
             token = page["next_page_token"]
             if token is None:
                 break
+    # A two-stage sweep's trials say their stage and the settings they trained at.
+    staged = any(trial.get("tuned") for trial in found)
     rows = []
     for trial in found:
         f1 = trial["metrics"].get("eval_f1")
+        stage = [f"{trial['stage']}({_settings(trial['tuned'])})"] if staged else []
         rows.append(
             (
                 trial["loss"],
                 trial["dataset"],
                 trial["variant"],
                 str(trial["seed"]),
+                *stage,
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
                 trial.get("failure_reason") or "",
             )
         )
-    _table(("loss", "dataset", "variant", "seed", "status", "eval_f1", "reason"), rows)
+    header = ("loss", "dataset", "variant", "seed", *(["stage"] if staged else []))
+    _table((*header, "status", "eval_f1", "reason"), rows)
     return 0
+
+
+def _settings(tuned: dict[str, float]) -> str:
+    """``learning_rate=3e-05,epochs=2``: a trial's tuned settings, without spaces."""
+    return ",".join(f"{name}={value:g}" for name, value in tuned.items())
 
 
 def cancel(sweep_id: str) -> int:

@@ -168,6 +168,9 @@ class TrialPublic(BaseModel):
     dataset: str
     variant: str
     seed: int
+    # A two-stage sweep's: "tune" (stage 1, scored on the tuning split) or "final".
+    stage: Literal["tune", "final"] = "final"
+    tuned: dict[str, float] = {}  # with tune: the settings it trained at, {"learning_rate": 3e-05}
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"

@@ -5,6 +5,7 @@ head and the sweep's driver with it) while stage 2 runs."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,8 @@ from mlflow.tracking import MlflowClient
 
 from search_spaces.datasets import get_dataset
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
-from tests.service.test_e2e import Service, service, trial_runs, wait
+from tests.service.test_e2e import Service, trial_runs, wait
 from trainables.trial_data import DataRequest, read_examples
-
-__all__ = ["service"]  # the fixture, shared with test_e2e
 
 pytestmark = pytest.mark.data
 
@@ -28,6 +27,19 @@ SPEC = {
     "tune": {"learning_rate": LEARNING_RATES, "trials_per_loss": 2, "holdout": 0.1},
 }
 LOSSES = {"ce", "dsc(alpha=0.1)"}
+
+
+@pytest.fixture
+def service(short_home: Path, datasets_dir: Path) -> Iterator[Service]:
+    running = Service(short_home, datasets_dir)
+    # Started twice, the second time beside the sweep's data: on a machine shared
+    # with other work, a start has taken two minutes.
+    running.start_timeout_s = 300
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 def by_stage(runs: list[Any], stage: str) -> list[Any]:
