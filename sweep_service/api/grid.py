@@ -23,7 +23,8 @@ from search_spaces.reports import (
 )
 from sweep_service.api.errors import ApiError
 
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason"})
+# stage: a table holds stage 2 only (final_rows).
+NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stage"})
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
 
