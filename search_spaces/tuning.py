@@ -69,8 +69,8 @@ class TuneSpec(Section):
     @classmethod
     def _values_in_range(cls, value: ParamValue | None, info: Any) -> ParamValue | None:
         name = info.field_name
-        if value is None:
-            raise rule_error("null is not a value: leave the setting out to keep training's")
+        if value is None:  # not tuned (a dumped spec writes it out)
+            return None
         if not isinstance(value, list | Uniform | LogUniform | Choice):
             raise rule_error(
                 f"a tuned setting is a list or a distribution, got {value!r}; "
