@@ -17,6 +17,7 @@ import argparse
 import io
 import os
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,10 @@ TRIAL_COLUMNS = [
     "eval_recall",
     "eval_exact_match",
     "eval_baseline_f1",
-    "eval_distinct_predictions",
+    "eval_baseline_accuracy",
+    "eval_baseline_exact_match",
+    "eval_top_prediction_share",
+    "eval_positive_prediction_share",
     "run_id",
 ]
 
@@ -78,28 +82,30 @@ def class_ratios(preset: dict[str, Any], datasets_dir: Path) -> str:
     its spec says), their size and positive share beside the paper's QQP ones."""
     from search_spaces.dataset_refs import dataset_info
     from trainables.data.variants import PAPER_VARIANTS
-    from trainables.trial_data import DataRequest, read_examples
+    from trainables.trial_data import DataRequest, read_examples, resolve_scored_class
 
     task, training = preset["task"], preset["training"]
     info = dataset_info(task["dataset"][0], task.get("kind"), datasets_dir)
-    positive = task.get("positive_label", 1)
+    base = DataRequest(
+        info,
+        "original",
+        preset["model"],
+        training["max_seq_length"],
+        training["doc_stride"],
+        training["max_train_examples"],
+        training["max_eval_examples"],
+        task.get("positive_label"),
+    )
+    base, scored = resolve_scored_class(base, datasets_dir)
     lines = [
+        f"Scored (positive) class: {scored.describe() if scored else base.positive_label}.",
+        "",
         "| variant | pairs | positive | QQP in the paper | positive |",
         "|---|---:|---:|---:|---:|",
     ]
     for variant in task["variant"]:
-        request = DataRequest(
-            info,
-            variant,
-            preset["model"],
-            training["max_seq_length"],
-            training["doc_stride"],
-            training["max_train_examples"],
-            training["max_eval_examples"],
-            positive,
-        )
-        train, _ = read_examples(request, datasets_dir)
-        share = sum(example.label == positive for example in train) / len(train)
+        train, _ = read_examples(replace(base, variant=variant), datasets_dir)
+        share = sum(example.label == base.positive_label for example in train) / len(train)
         size, paper_share = PAPER_VARIANTS[variant]
         lines.append(
             f"| {variant} | {len(train):,} | {share:.1%} | {size:,} | {float(paper_share):.0%} |"

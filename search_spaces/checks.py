@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from search_spaces.data_roots import escaping_entry, is_under, outside_roots
 from search_spaces.dataset_refs import HubDataset, LocalDataset
 from search_spaces.datasets import Split, get_dataset, resolve_inside
-from search_spaces.errors import SpecIssue
+from search_spaces.errors import SpecIssue, brief
 from search_spaces.spec import SweepSpec
 
 # The splits a trial reads (trainables.trial_data); a missing test split harms nothing.
@@ -42,9 +43,7 @@ def dataset_issues(
                 issues.append(SpecIssue(f"{path}.hub", f"data set {dataset.label!r}: {problem}"))
             continue
         if isinstance(dataset, LocalDataset):
-            problem = _local_problem(dataset, datasets_dir, roots)
-            if problem is not None:
-                issues.append(SpecIssue(f"{path}.path", f"data set {dataset.label!r}: {problem}"))
+            issues += _local_issues(index, dataset, datasets_dir, roots)
             continue
         for split in TRIAL_SPLITS:
             relative = get_dataset(dataset).files.get(split)
@@ -60,29 +59,24 @@ def dataset_issues(
 def _local_problem(
     dataset: LocalDataset, datasets_dir: Path, roots: Sequence[Path] | None
 ) -> str | None:
+    shown = brief(dataset.path)
     if roots is not None:
         if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
             return "'..' is not allowed in a data set path"
-        if not _under(dataset.folder(datasets_dir), roots):
-            return f"{dataset.path} {OUTSIDE_ROOTS}"
+        if not is_under(dataset.folder(datasets_dir), roots):
+            return f"{shown} {outside_roots(roots)}"
     if not dataset.folder(datasets_dir).is_dir():
-        return f"{dataset.path} is not a folder"
+        return f"{shown} is not a folder"
     found = dataset.split_files(datasets_dir)
     for split in TRIAL_SPLITS:
         if split not in found:
-            return f"{dataset.path} has no {split} file (one of: {dataset.expected_files(split)})"
+            return f"{shown} has no {split} file (one of: {dataset.expected_files(split)})"
+    if roots is not None:
+        # Each file too: a folder inside the roots may hold a link to any file.
+        for file in found.values():
+            if not is_under(file, roots):
+                return f"{brief(f'{dataset.path}/{file.name}')} {outside_roots(roots)}"
     return None
-
-
-OUTSIDE_ROOTS = (
-    "is not under the data-sets folder or another allowed root "
-    "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
-)
-
-
-def _under(path: Path, roots: Sequence[Path]) -> bool:
-    folder = path.resolve()
-    return any(folder.is_relative_to(root.resolve()) for root in roots)
 
 
 def _file_problem(datasets_dir: Path, relative: str) -> str | None:
@@ -93,6 +87,37 @@ def _file_problem(datasets_dir: Path, relative: str) -> str | None:
     if not target.is_file():
         return "is missing from the data-sets folder (DICESWEEP_DATASETS_DIR)"
     return None
+
+
+def local_file_issues(
+    spec: SweepSpec, datasets_dir: Path, roots: Sequence[Path]
+) -> list[SpecIssue]:
+    """The checks of ``dataset_issues`` and ``model_issues`` on what lies on disk only
+    (local data sets, a model folder), no hub asked: a service's driver runs them again
+    before its trials open those files, which may have changed since submission."""
+    issues = []
+    for index, dataset in enumerate(spec.task.dataset):
+        if isinstance(dataset, LocalDataset):
+            issues += _local_issues(index, dataset, datasets_dir, roots)
+    try:
+        on_disk = model_folder(spec.model, datasets_dir) is not None
+    except OSError:
+        on_disk = True  # model_issues says why it cannot be read
+    if on_disk:
+        issues += model_issues(spec, datasets_dir, roots)
+    return issues
+
+
+def _local_issues(
+    index: int, dataset: LocalDataset, datasets_dir: Path, roots: Sequence[Path] | None
+) -> list[SpecIssue]:
+    try:
+        problem = _local_problem(dataset, datasets_dir, roots)
+    except OSError as error:  # e.g. a name too long for the file system
+        problem = f"{brief(dataset.path)} cannot be read ({error.strerror})"
+    if problem is None:
+        return []
+    return [SpecIssue(f"task.dataset[{index}].path", f"data set {dataset.label!r}: {problem}")]
 
 
 TINY_BERT = "tiny-bert"  # built at random by the trainables: nothing to find
@@ -113,7 +138,8 @@ def model_issues(
     ``base``) without ``config.json``, or a hub id neither in the Hugging Face cache
     nor on a reachable hub (refused at once with ``HF_HUB_OFFLINE=1``). With ``roots``
     (the service) a model path may not be absolute, start with ``~`` or name ``..``,
-    and its folder must lie under a root once symlinks are followed."""
+    and its folder and every file in it must lie under a root once symlinks are
+    followed."""
     model = spec.model
     if model == TINY_BERT:
         return []
@@ -121,16 +147,25 @@ def model_issues(
         escape = _path_escape(model)
         if escape is not None:
             return [SpecIssue("model", escape)]
+    try:
+        problem = _model_problem(model, base, roots)
+    except OSError as error:  # e.g. a name too long for the file system
+        problem = f"model {brief(model)} cannot be read ({error.strerror})"
+    return [] if problem is None else [SpecIssue("model", problem)]
+
+
+def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str | None:
     folder = model_folder(model, base)
     if folder is None:
-        problem = _hub_problem(model, "model")
-    elif roots is not None and not _under(folder, roots):
-        problem = f"model folder {model} {OUTSIDE_ROOTS}"
-    elif not (folder / "config.json").is_file():
-        problem = f"model folder {model} has no config.json (a saved transformers model has)"
-    else:
-        problem = None
-    return [] if problem is None else [SpecIssue("model", problem)]
+        return _hub_problem(model, "model")
+    shown = f"model folder {brief(model)}"
+    if roots is not None and not is_under(folder, roots):
+        return f"{shown} {outside_roots(roots)}"
+    if not (folder / "config.json").is_file():
+        return f"{shown} has no config.json (a saved transformers model has)"
+    if roots is not None and (escaping := escaping_entry(folder, roots)) is not None:
+        return f"{shown}: {escaping} {outside_roots(roots)}"
+    return None
 
 
 def _path_escape(model: str) -> str | None:
@@ -154,7 +189,7 @@ def _hub_problem(repo: str, kind: Literal["model", "dataset"]) -> str | None:
     try:
         validate_repo_id(repo)
     except HFValidationError:
-        return f"{repo!r} is neither a folder nor a Hugging Face hub id (org/name)"
+        return f"{brief(repo)} is neither a folder nor a Hugging Face hub id (org/name)"
     if _cached(repo, kind, Path(constants.HF_HUB_CACHE)):
         return None
     where = "not a folder and not" if kind == "model" else "not"

@@ -1,17 +1,50 @@
 """The data sets a spec may name besides the catalogue's: a researcher's own folder
-(``LocalDataset``: ``train.<ext>`` and ``dev.<ext>`` or ``validation.<ext>`` files in one
-of ``LOCAL_FORMATS``) and a Hugging Face hub data set (``HubDataset``, loaded with
+(``LocalDataset``: ``train.<ext>`` and ``dev.<ext>``, ``valid.<ext>`` or ``validation.<ext>``
+files in one of ``LOCAL_FORMATS``) and a Hugging Face hub data set (``HubDataset``, loaded with
 ``datasets``). ``dataset_info`` describes each kind, catalogue names too, alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from search_spaces.data_roots import inside_roots
 from search_spaces.datasets import DATASETS, DatasetInfo, FileFormat, Split, TaskKind, get_dataset
+from search_spaces.errors import rule_error
+
+PATH_PART_BYTES = 255  # a file name's limit on Linux's and macOS's file systems
+MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
+
+
+def _bounded_parts(value: str) -> str:
+    """Refuse a component no file system holds: checking it would fail (ENAMETOOLONG)."""
+    for part in value.replace("\\", "/").split("/"):
+        if len(part.encode()) > PATH_PART_BYTES:
+            raise rule_error(
+                f"each part of a path has at most {PATH_PART_BYTES} bytes; "
+                f"one has {len(part.encode())}"
+            )
+    return value
+
+
+def _one_line(value: str) -> str:
+    """Names go into tables of every export format: no line breaks, tabs or controls."""
+    if not value.isprintable():
+        raise rule_error(
+            "a name is one line of printable characters: no line break, tab or control character"
+        )
+    return value
+
+
+# A folder or file path of a spec; a label shown in tables, MLflow and the exports.
+BoundedPath = Annotated[
+    str, Field(min_length=1, max_length=MAX_PATH_CHARS), AfterValidator(_bounded_parts)
+]
+Label = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_one_line)]
 
 LocalFormat = Literal["conll", "conllu", "pairs-tsv", "squad-json", "jsonl"]
 # A local format's reader and the file extensions it looks for, in order.
@@ -24,7 +57,7 @@ LOCAL_FORMATS: dict[LocalFormat, tuple[FileFormat, tuple[str, ...]]] = {
 }
 SPLIT_STEMS: dict[Split, tuple[str, ...]] = {
     "train": ("train",),
-    "eval": ("dev", "validation"),
+    "eval": ("dev", "valid", "validation"),  # valid: CoNLL-2003's name
     "test": ("test",),
 }
 
@@ -39,9 +72,9 @@ class LocalDataset(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str = Field(min_length=1, max_length=4096)
+    path: BoundedPath
     format: LocalFormat
-    name: str | None = Field(None, min_length=1, max_length=100)
+    name: Label | None = None
 
     @property
     def label(self) -> str:
@@ -82,7 +115,7 @@ class HubDataset(BaseModel):
 
     hub: str = Field(pattern=HUB_ID_PATTERN, max_length=200)
     config: str | None = Field(None, pattern=r"^[\w.-]{1,100}$")
-    name: str | None = Field(None, min_length=1, max_length=100)
+    name: Label | None = None
 
     @property
     def label(self) -> str:
@@ -107,13 +140,20 @@ def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:
     return DATASETS[dataset].binary if isinstance(dataset, str) else kind == "pi"
 
 
-def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path) -> DatasetInfo:
+def dataset_info(
+    dataset: DatasetRef,
+    kind: TaskKind | None,
+    datasets_dir: Path,
+    roots: Sequence[Path] | None = None,
+) -> DatasetInfo:
     """The catalogue's entry of a name, or the description of a local folder (its
-    ``kind`` given by the spec). Local files are absolute paths in ``files``.
+    ``kind`` given by the spec). Local files are absolute paths in ``files``; with
+    ``roots`` (a service's job) resolved, each inside one of them.
 
     Raises:
         UnknownDatasetError: an unknown name.
         ValueError: a local data set without ``kind``.
+        OutsideRootsError: a local file that resolves outside ``roots``.
     """
     if isinstance(dataset, str):
         return get_dataset(dataset)
@@ -132,7 +172,11 @@ def dataset_info(dataset: DatasetRef, kind: TaskKind | None, datasets_dir: Path)
             binary=kind == "pi",
             labels=("0", "1") if kind == "pi" else (),
         )
-    files = {split: str(path) for split, path in dataset.split_files(datasets_dir).items()}
+    found = dataset.split_files(datasets_dir)
+    if roots is not None:  # opened as resolved here: no link left to follow later
+        shown = f"data set {dataset.label!r}:"
+        found = {s: inside_roots(p, roots, f"{shown} {p.name}") for s, p in found.items()}
+    files = {split: str(path) for split, path in found.items()}
     return DatasetInfo(
         name=dataset.label,
         kind=kind,

@@ -13,6 +13,17 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+BRIEF_CHARS = 40  # of a refused value, quoted back in a message
+
+
+def brief(value: object) -> str:
+    """``value`` quoted for a message, at most its first ``BRIEF_CHARS`` characters:
+    a refused value may be huge, and the message goes back to whoever sent it."""
+    text = str(value)
+    if len(text) <= BRIEF_CHARS:
+        return repr(text)
+    return f"{text[:BRIEF_CHARS]!r}... ({len(text)} characters)"
+
 
 def rule_error(rule: str, path: str = "") -> PydanticCustomError:
     """An error saying which ``rule`` is broken; ``path`` is relative to where it is raised

@@ -11,9 +11,13 @@ TRIAL_TAG = "dicesweep.trial_id"
 ROLE_TAG = "dicesweep.role"
 LOSS_LABEL_TAG = "dicesweep.loss_label"
 ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or resumed
-# Why a FINISHED trial's model learned nothing (search_spaces.reports.tables.collapse_reason)
-COLLAPSED_TAG = "dicesweep.collapsed"
+# Why a FINISHED trial's dev predictions show it learned nothing
+# (search_spaces.reports.tables.degenerate_reason)
+DEGENERATE_TAG = "dicesweep.degenerate"
 FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."
+# Why a FINISHED trial stopped: epochs, max_steps, early_stopping (trainables.loop) or
+# scheduler (the sweep's ASHA or median rule stopped it).
+STOP_TAG = "dicesweep.stop_reason"
 # The Ray node a trial last reported from: its id, host name (the container's) and IP.
 NODE_TAG = "dicesweep.node_id"
 HOSTNAME_TAG = "dicesweep.hostname"

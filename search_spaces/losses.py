@@ -36,6 +36,9 @@ _Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 UnitInterval = Annotated[_Number, Field(ge=0.0, le=1.0)]
 Smooth = Annotated[_Number, Field(ge=0.0, le=1e6)]
 Flag = Annotated[bool, Field(strict=True)]
+# OHEM (the official ``ohem_ratio``): per class, keep every positive and at most
+# ``ratio x positives`` negatives, the hardest; 0 keeps every position (off).
+OhemRatio = Annotated[_Number, Field(ge=0.0, le=1000.0)]
 
 
 class LossSpecError(ValueError):
@@ -93,13 +96,15 @@ class FocalSpec(_LossSpec):
 
 
 class DiceSpec(_LossSpec):
-    """Dice loss (eq. 7; eq. 6 with ``square=False``)."""
+    """Dice loss (eq. 7; eq. 6 with ``square=False``); ``ohem_ratio > 0`` keeps, per
+    class, the positives and only the hardest ``ohem_ratio x positives`` negatives."""
 
     name: Literal["dice"] = "dice"
     smooth: Smooth = 1.0
     square: Flag = True
     scope: Scope = "example"
     classes: ClassReduction = "mean"
+    ohem_ratio: OhemRatio = 0.0
 
 
 class TverskySpec(_LossSpec):
@@ -115,7 +120,8 @@ class TverskySpec(_LossSpec):
 
 class DscSpec(_LossSpec):
     """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``. The official code's
-    recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs)."""
+    recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs);
+    ``ohem_ratio`` as for dice."""
 
     name: Literal["dsc"] = "dsc"
     alpha: UnitInterval = 1.0
@@ -123,6 +129,7 @@ class DscSpec(_LossSpec):
     square: Flag = False
     scope: Scope = "example"
     classes: ClassReduction = "mean"
+    ohem_ratio: OhemRatio = 0.0
 
 
 LossSpec = Annotated[

@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from search_spaces.errors import SpecError, SpecIssue
+from search_spaces.dataset_refs import dataset_label
+from search_spaces.errors import SpecError, SpecIssue, brief
 from search_spaces.spec import (
     DEFAULT_MAX_TRIALS,
     SweepSpec,
@@ -87,7 +88,9 @@ def get_preset(name: str) -> SweepSpec:
         UnknownPresetError: no such preset; the message lists the valid names.
     """
     if name not in _read_presets():
-        raise UnknownPresetError(f"unknown preset {name!r}; valid: {', '.join(preset_names())}")
+        raise UnknownPresetError(
+            f"unknown preset {brief(name)}; valid: {', '.join(preset_names())}"
+        )
     return resolve_spec({"extends": name}, shared_presets())
 
 
@@ -127,7 +130,7 @@ def apply_extends(
         return dict(data)
     if not isinstance(name, str) or name not in presets:
         valid = ", ".join(sorted(presets))
-        raise SpecError([SpecIssue("extends", f"unknown preset {name!r}; valid: {valid}")])
+        raise SpecError([SpecIssue("extends", f"unknown preset {brief(name)}; valid: {valid}")])
     if name in chain:
         cycle = " -> ".join((*chain, name))
         raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])
@@ -150,4 +153,29 @@ def resolve_spec(
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
     check_text(data)  # before any message could quote it
     merged = apply_extends(data, shared_presets() if presets is None else presets)
-    return validate_spec(merged, max_trials=max_trials)
+    spec = validate_spec(merged, max_trials=max_trials)
+    if "extends" in data and "description" not in data and DESCRIBED.intersection(data):
+        # The preset's own words would describe another sweep (its data, its seeds).
+        return spec.model_copy(update={"description": derived_description(spec)})
+    return spec
+
+
+# What a preset's description speaks of: a spec that changes one of them and writes no
+# description of its own gets one derived from what it runs.
+DESCRIBED = frozenset({"task", "model", "search_space", "search", "seeds"})
+
+
+def derived_description(spec: SweepSpec) -> str:
+    """``"ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"``."""
+    losses = list(dict.fromkeys(entry.name for entry in spec.search_space.losses))
+    datasets = ", ".join(dataset_label(dataset) for dataset in spec.task.dataset)
+    kind = f" ({spec.task.kind})" if spec.task.kind else ""
+    seeds, trials = len(spec.seeds), trial_count(spec)
+    return (
+        f"{_listed(losses)} on {datasets}{kind}, {spec.model}, "
+        f"{seeds} seed{'s' if seeds != 1 else ''} ({trials} trial{'s' if trials != 1 else ''})"
+    )
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

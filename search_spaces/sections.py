@@ -7,11 +7,13 @@ Rules that span sections (grid vs distributions, the trial cap) live on
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from search_spaces.dataset_refs import DatasetRef, dataset_label, is_binary
+from search_spaces.dataset_refs import BoundedPath, DatasetRef, dataset_label, is_binary
 from search_spaces.datasets import (
     DATASETS,
     VARIANTS,
@@ -45,13 +47,16 @@ class TaskSpec(Section):
     than ``original`` exist only for binary data sets.
     ``positive_label`` is the scored class of a binary (``pi``) set: F1 is the F1
     of that label and the Table 8 variants are built around it
-    (``trainables.data.variants``).
+    (``trainables.data.variants``). Unset, each trial takes its training file's
+    minority class (label 1 when the file is exactly balanced), as the paper's QQP
+    duplicates (37%): on MRPC label 0, "not paraphrase" (32.6%). The trial reports
+    the label it scored (``trainables.data.classes``).
     """
 
     kind: TaskKind | None = None
     dataset: list[DatasetRef]  # a single one is read as a one-element list
     variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
-    positive_label: Literal[0, 1] | None = None  # binary sets only; unset: 1 (MRPC, QQP)
+    positive_label: Literal[0, 1] | None = None  # binary sets only; unset: the minority
 
     @field_validator("dataset", "variant", mode="before")
     @classmethod
@@ -108,11 +113,6 @@ class TaskSpec(Section):
             )
         return self
 
-    @property
-    def scored_label(self) -> Literal[0, 1]:
-        """The scored class of a binary set: ``positive_label``, 1 unless given."""
-        return 1 if self.positive_label is None else self.positive_label
-
     def kind_of(self, dataset: DatasetRef) -> TaskKind:
         """The task kind of one of the spec's data sets."""
         if isinstance(dataset, str):
@@ -127,6 +127,13 @@ class TrainingSpec(Section):
     # Every number has a range a fine-tune can mean (docs/sweeps.md lists them): a
     # value outside is a typo or a unit mistake, refused before anything runs.
     epochs: Int = Field(3, ge=1, le=1000)
+    # Optimiser steps to train, epochs then ignored (Hugging Face Trainer's rule): the
+    # data is cycled, epoch after epoch, until the last step. None: ``epochs`` epochs.
+    max_steps: Int | None = Field(None, ge=1, le=100_000_000)
+    # Stop once the search metric has not improved by more than ``min_delta`` for this
+    # many evaluations in a row; the trial then reports its best evaluation. None: never.
+    early_stopping_patience: Int | None = Field(None, ge=1, le=10_000)
+    min_delta: Float = Field(0.0, ge=0, le=100)  # in the metric's units (percent)
     learning_rate: Float = Field(3e-5, ge=1e-9, le=1.0)
     batch_size: Int = Field(16, ge=1, le=65_536)
     max_seq_length: Int = Field(128, ge=8, le=4096)  # tokens
@@ -148,6 +155,20 @@ class TrainingSpec(Section):
         if value is not True and value is not False and value != "auto":
             raise rule_error(f"must be true, false or 'auto', got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _delta_needs_patience(self) -> TrainingSpec:
+        if self.min_delta > 0 and self.early_stopping_patience is None:
+            raise rule_error(
+                "min_delta applies to early stopping: set early_stopping_patience too",
+                "min_delta",
+            )
+        return self
+
+    def total_steps(self, steps_per_epoch: int) -> int:
+        """The optimiser steps a trial plans (warm-up and decay span them): ``max_steps``,
+        else ``epochs × steps_per_epoch``; early stopping may end it sooner."""
+        return self.max_steps if self.max_steps is not None else self.epochs * steps_per_epoch
 
 
 class SearchSpec(Section):
@@ -227,6 +248,20 @@ class TrackingLink(Section):
     parent_run_id: str = Field(min_length=1)
 
 
+def loss_key(loss: Mapping[str, Any]) -> str:
+    """A loss spec as one string: the key of each loss's chosen settings."""
+    return json.dumps(dict(loss), sort_keys=True)
+
+
+def trial_training(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial config's training settings: in stage 2 of a two-stage sweep, its loss's
+    chosen settings (``tuned_by_loss``, keyed by ``loss_key``) over the spec's. Stage
+    2's param space carries them as one constant (a value derived per trial with
+    ``sample_from`` did not survive Tune restoring the experiment)."""
+    chosen = (config.get("tuned_by_loss") or {}).get(loss_key(config["loss"])) or {}
+    return {**dict(config.get("training") or {}), **chosen}
+
+
 class TrialConfig(Section):
     """The config each Ray Tune trial receives: one data set, variant, loss and seed.
     The sweep's driver logs what the trial reports (``trainables.driver.tracking``).
@@ -242,8 +277,10 @@ class TrialConfig(Section):
     dataset: DatasetRef
     kind: TaskKind | None = None  # needed by a local data set; a catalogue name has its own
     variant: Variant
-    positive_label: Literal[0, 1] = 1  # the scored class of a binary set
-    model: str = Field(min_length=1)
+    # The scored class of a binary set; None: its training file's minority, which
+    # the trainable resolves where it reads the file (``trainables.trial_data``).
+    positive_label: Literal[0, 1] | None = None
+    model: BoundedPath
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
@@ -251,6 +288,16 @@ class TrialConfig(Section):
     holdout: Float | None = Field(None, gt=0, le=0.5)  # None: the whole training file
     holdout_seed: Int = Field(0, ge=0)
     tuned: list[Literal["learning_rate", "warmup_ratio", "epochs"]] = Field(default_factory=list)
+    metric: Metric = "eval_f1"  # the sweep's search metric, which early stopping watches
+
+    @model_validator(mode="before")
+    @classmethod
+    def _training_of_its_loss(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "tuned_by_loss" in data:
+            training = trial_training(data)
+            data = {key: value for key, value in data.items() if key != "tuned_by_loss"}
+            data["training"] = training
+        return data
 
     @field_validator("dataset")
     @classmethod

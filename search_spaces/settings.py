@@ -54,6 +54,11 @@ class DicesweepSettings(BaseSettings):
     storage_path: str = Field(default_factory=lambda d: str(d["home"] / "ray_results"))
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
+    # Folders besides ``datasets_dir`` that data sets and model folders may lie in (JSON
+    # list: DICESWEEP_DATA_ROOTS='["/data/team"]'). Unset: any folder (``dicesweep
+    # run``); set, ``[]`` included (the service sends it to its jobs): every file a
+    # driver or trial opens must resolve inside ``datasets_dir`` or one of them.
+    data_roots: list[Path] | None = None
 
     @field_validator("home")
     @classmethod
@@ -125,6 +130,38 @@ class DicesweepSettings(BaseSettings):
         return self.home / "mlartifacts"
 
 
+# The shared settings a sweep's driver and its trials read, forwarded to them by name;
+# never a store's URL (its password) nor the cluster addresses (drivers join the
+# cluster they run on), nor anything else in the environment (API keys, tokens).
+NOT_FORWARDED = frozenset({"database_url", "ray_address", "ray_jobs_url"})
+FORWARDED_SETTINGS = tuple(
+    f"DICESWEEP_{name.upper()}"
+    for name in DicesweepSettings.model_fields
+    if name not in NOT_FORWARDED
+)
+# Hugging Face's settings a trial's downloads follow (its token is no setting: it
+# travels in a file, ``HF_TOKEN_PATH``, or in the environment the workers inherit).
+HF_SETTINGS = (
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_DATASETS_CACHE",
+    "HF_ENDPOINT",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "HF_HUB_ETAG_TIMEOUT",
+    "HF_HUB_DOWNLOAD_TIMEOUT",
+    "HF_TOKEN_PATH",
+)
+
+
+def forwarded_settings() -> dict[str, str]:
+    """This environment's settings that a Ray runtime environment may carry (Ray logs
+    it, and the Jobs API shows a job's): ``FORWARDED_SETTINGS`` and ``HF_SETTINGS``."""
+    names = {*FORWARDED_SETTINGS, *HF_SETTINGS}
+    return {k: v for k, v in os.environ.items() if k in names}
+
+
 def isolate_ray(home: Path) -> None:
     """Make every Ray process this one starts (a head, a local ``ray.init``, their
     workers) keep its temp folder, session files and auth token under ``home``, never
@@ -138,6 +175,7 @@ def isolate_ray(home: Path) -> None:
 
     Raises:
         ValueError: ``home`` is too long a path for Ray's sockets under it.
+        UnsafeSecretError: the token's file is another user's, or others may read it.
     """
     if len(str(home)) > MAX_RAY_HOME_CHARS:
         raise ValueError(
@@ -148,15 +186,45 @@ def isolate_ray(home: Path) -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     if os.environ["RAY_AUTH_MODE"].lower() != "token":
         return
-    if "RAY_AUTH_TOKEN" in os.environ or "RAY_AUTH_TOKEN_PATH" in os.environ:
+    if "RAY_AUTH_TOKEN" in os.environ:
+        return
+    if "RAY_AUTH_TOKEN_PATH" in os.environ:
+        given = Path(os.environ["RAY_AUTH_TOKEN_PATH"])
+        if given.exists():  # else Ray says it is missing
+            check_private(given, "RAY_AUTH_TOKEN_PATH")
         return
     path = home / "ray" / "auth_token"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):  # a token made before: kept
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as token:
             token.write(secrets.token_hex(32))  # 256 bits, as Ray makes its own
+    check_private(path, "Ray's auth token")
     os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+
+
+class UnsafeSecretError(RuntimeError):
+    """A file holding a secret that someone else owns or others may read."""
+
+
+def check_private(path: Path, what: str) -> None:
+    """Refuse a secret's file that another user owns (they chose the token) or that
+    group or others may read or write (they know it, or may change it).
+
+    Raises:
+        UnsafeSecretError: the message says what to do.
+    """
+    found = path.stat()
+    if found.st_uid != os.getuid():
+        raise UnsafeSecretError(
+            f"{what} at {path} belongs to another user (uid {found.st_uid}): "
+            "remove it, and a new one is made"
+        )
+    if found.st_mode & 0o077:
+        raise UnsafeSecretError(
+            f"{what} at {path} may be read by others (mode {found.st_mode & 0o777:o}): "
+            f"chmod 600 {path}, or remove it and a new one is made"
+        )
 
 
 def isolate_local_ray(settings: DicesweepSettings) -> None:

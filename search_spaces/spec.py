@@ -43,7 +43,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from search_spaces.dataset_refs import dataset_label
+from search_spaces.dataset_refs import BoundedPath, dataset_label
 from search_spaces.errors import SpecError, SpecIssue, rule_error
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
@@ -83,7 +83,7 @@ class SweepSpec(Section):
     description: str = ""
     extends: str | None = None  # the preset this spec started from, kept for provenance
     task: TaskSpec
-    model: str = Field("bert-base-cased", min_length=1)  # hub id, local path or "tiny-bert"
+    model: BoundedPath = "bert-base-cased"  # hub id, local path or "tiny-bert"
     training: TrainingSpec = TrainingSpec()
     search_space: SearchSpaceSpec
     seeds: list[Int] = Field(default_factory=lambda: [0])
@@ -190,7 +190,7 @@ def _check_metric(spec: SweepSpec) -> None:
 
 def _check_scheduler(spec: SweepSpec) -> None:
     scheduler, training = spec.scheduler, spec.training
-    if scheduler.kind == "fifo" or training.eval_every_steps is not None:
+    if scheduler.kind == "fifo" or training.eval_every_steps is not None or training.max_steps:
         return
     # With tune, the scheduler stops stage-1 trials only, which may tune the epochs.
     epochs = max_epochs(spec.tune, training)

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
 TIME_ATTR = "training_iteration"  # one per evaluation the trainable reports
-MAX_EVALUATIONS = 10_000  # ASHA's horizon when a trial evaluates every N steps
+MAX_EVALUATIONS = 10_000  # ASHA's horizon when a trial evaluates every N steps or trains max_steps
 
 
 class SeedRepeater(Repeater):
@@ -144,7 +144,8 @@ def build_scheduler(spec: SweepSpec) -> TrialScheduler:
         return FIFOScheduler()
     if settings.kind == "asha":
         training = spec.training
-        max_t = training.epochs if training.eval_every_steps is None else MAX_EVALUATIONS
+        per_epoch = training.eval_every_steps is None and training.max_steps is None
+        max_t = training.epochs if per_epoch else MAX_EVALUATIONS
         make = functools.partial(
             ASHAScheduler,
             time_attr=TIME_ATTR,
@@ -219,7 +220,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
         "dataset": grid([_plain(dataset) for dataset in spec.task.dataset]),
         "kind": spec.task.kind,
         "variant": grid(list(spec.task.variant)),
-        "positive_label": spec.task.scored_label,
+        "positive_label": spec.task.positive_label,
         "model": spec.model,
     }
     if spec.search.algorithm == "grid":
@@ -228,6 +229,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
     else:
         space["loss"] = _sampled_loss(spec.search_space.losses[0])
     space["training"] = spec.training.model_dump()
+    space["metric"] = spec.search.metric
     return space
 
 
@@ -286,17 +288,7 @@ def stage_param_space(
     if not losses:
         raise ValueError("no loss has chosen settings: stage 1 had no result to choose on")
     space["loss"] = tune.grid_search(losses)
-    trainings = {
-        key: spec.training.model_copy(update=setting).model_dump()
-        for key, setting in chosen.items()
-    }
-    # Resolved after the grid: each trial's training follows its loss.
-    space["training"] = tune.sample_from(functools.partial(_training_of_loss, trainings))
+    # Each loss's chosen settings, one constant the trial applies to its own loss
+    # (``sections.trial_training``): each trial's training follows its loss.
+    space["tuned_by_loss"] = {key: dict(setting) for key, setting in chosen.items()}
     return space
-
-
-def _training_of_loss(
-    trainings: dict[str, dict[str, Any]], config: dict[str, Any]
-) -> dict[str, Any]:
-    """The training settings chosen for the loss of the trial ``config``."""
-    return dict(trainings[loss_key(config["loss"])])

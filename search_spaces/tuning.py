@@ -43,7 +43,7 @@ from search_spaces.loss_entries import (
     candidates,
     canonical,
 )
-from search_spaces.sections import Float, Int, Section, TrainingSpec
+from search_spaces.sections import Float, Int, Section, TrainingSpec, loss_key
 
 Stage = Literal["tune", "final"]
 STAGES: tuple[Stage, ...] = ("tune", "final")
@@ -140,11 +140,6 @@ def max_epochs(tune: TuneSpec | None, training: TrainingSpec) -> int:
     if tune is None or tune.epochs is None:
         return training.epochs
     return max(int(value) for value in candidates(tune.epochs))
-
-
-def loss_key(loss: Mapping[str, Any]) -> str:
-    """A loss spec as one string: the key of each loss's chosen settings."""
-    return json.dumps(dict(loss), sort_keys=True)
 
 
 def choose_settings(

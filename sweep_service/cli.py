@@ -56,6 +56,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from mlflow.tracking import MlflowClient
 
     from search_spaces import reports
+    from search_spaces.reports.budget import reported_rows
     from sweep_service.results import merged_rows
 
     settings = DicesweepSettings()
@@ -63,13 +64,15 @@ def cmd_grid(args: argparse.Namespace) -> int:
     sweep_ids = list(dict.fromkeys(args.sweep_id))
     rows = reports.final_rows(merged_rows(client, sweep_ids))  # no stage-1 trials
     finished = rows[rows["status"] == "FINISHED"]
-    if finished.empty:
+    if reported_rows(finished).empty:  # none yet, or only stage 1's
         names = ", ".join(sweep_ids)
         print(f"dicesweep grid: no finished trials found for {names}", file=sys.stderr)
         return 1
     table = reports.paper_table(
-        finished, args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
+        reported_rows(finished), args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
     )
+    # The trial runs do not say how stage 1 sampled: the text states the assumption.
+    table = reports.with_budget_curves(table, finished, random_sampling=None)
     table = reports.with_failures(table, reports.failed_trials(rows))
     if args.format == "png":
         if args.output is None:
@@ -133,12 +136,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """The REST API with the embedded defaults (or the configured cluster and stores)."""
     import logging
 
+    from search_spaces.settings import UnsafeSecretError
     from sweep_service.serve import serve
     from sweep_service.settings import ServiceSettings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    serve(ServiceSettings(**overrides))
+    try:
+        serve(ServiceSettings(**overrides))
+    except UnsafeSecretError as refused:  # said in one line: what to do is in it
+        print(f"dicesweep serve: {refused}", file=sys.stderr)
+        return 1
     return 0
 
 

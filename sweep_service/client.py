@@ -21,6 +21,7 @@ import httpx
 
 POLL_SECONDS = 2.0
 FINISHED = {"succeeded", "failed", "cancelled"}
+NO_TRIAL_LEARNED = "no trial learned"  # no best: every scored trial is degenerate
 
 
 class ClientError(Exception):
@@ -89,9 +90,10 @@ def submit(spec: dict[str, Any], wait: bool) -> int:
         print(f"sweep {sweep['id']} ({sweep['name']}): {sweep['trial_count']} trials")
         final = follow(api, sweep["id"], sweep["trial_count"])
     best = final.get("best_trial")
-    shown = (
-        f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}" if best else ""
-    )
+    if best:
+        shown = f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}"
+    else:
+        shown = f"; {NO_TRIAL_LEARNED}" if final["trials"]["done"] else ""
     print(f"sweep {final['id']}: {final['status']}{shown}")
     chosen = (final.get("tuning") or {}).get("chosen") or {}
     for label, settings in chosen.items():
@@ -127,7 +129,10 @@ def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
                 f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
             )
             state += f"{counts['failed']} failed"
-            state += f", best eval_f1 {best['eval_f1']:.2f}" if best else ""
+            if best:
+                state += f", best eval_f1 {best['eval_f1']:.2f}"
+            elif counts["done"]:
+                state += f", {NO_TRIAL_LEARNED}"
             progress.update(task, completed=counts["done"] + counts["failed"], state=state)
             if not interactive and state != last_line:
                 print(state, flush=True)
@@ -158,7 +163,8 @@ def list_sweeps(limit: int) -> int:
 
 
 def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each, with the failure reason of a failed one."""
+    """A sweep's trials, one line each: the optimiser steps each ran and why it stopped,
+    with why a failed one failed or why a degenerate one is."""
     with connect() as api:
         found, token = [], None
         while True:
@@ -172,7 +178,7 @@ def trials(sweep_id: str) -> int:
     staged = any(trial.get("tuned") for trial in found)
     rows = []
     for trial in found:
-        f1 = trial["metrics"].get("eval_f1")
+        f1, steps = trial["metrics"].get("eval_f1"), trial["metrics"].get("optimizer_steps")
         stage = [f"{trial['stage']}({_settings(trial['tuned'])})"] if staged else []
         rows.append(
             (
@@ -183,17 +189,26 @@ def trials(sweep_id: str) -> int:
                 *stage,
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
-                trial.get("failure_reason") or "",
+                "" if steps is None else str(int(steps)),
+                trial.get("failure_reason")
+                or _degenerate(trial.get("degenerate_reason"))
+                or trial.get("stop_reason")
+                or "",
             )
         )
     header = ("loss", "dataset", "variant", "seed", *(["stage"] if staged else []))
-    _table((*header, "status", "eval_f1", "reason"), rows)
+    _table((*header, "status", "eval_f1", "steps", "reason"), rows)
     return 0
 
 
 def _settings(tuned: dict[str, float]) -> str:
     """``learning_rate=3e-05,epochs=2``: a trial's tuned settings, without spaces."""
     return ",".join(f"{name}={value:g}" for name, value in tuned.items())
+
+
+def _degenerate(reason: str | None) -> str:
+    """A degenerate trial's reason as the ``trials`` table shows it, else nothing."""
+    return f"degenerate: {reason}" if reason else ""
 
 
 def cancel(sweep_id: str) -> int:

@@ -8,13 +8,14 @@ of the store however often clients poll, at most one reconciler interval behind.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
-from search_spaces.reports import final_rows
+from search_spaces.reports import degenerate_reason, final_rows
 from search_spaces.reports.tables import tuned_settings
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress
@@ -54,6 +55,7 @@ def read_progress(
         tuning=tuning_state(rows),
         mlflow_experiment_id=experiment_id,
         mlflow_parent_run_id=parent_run_id or _parent_run_id(client, experiment_id, sweep_id),
+        rows=json.loads(rows.to_json(orient="records")),  # NaN as null: JSON for the store
     )
 
 
@@ -69,12 +71,18 @@ def tuning_state(rows: pd.DataFrame) -> dict[str, Any] | None:
 
 def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
     """The trial with the highest ``eval_f1`` so far (a running trial counts with its
-    latest value), as the API's ``BestTrial``; None when no trial has reported one.
-    The caller leaves out the stage-1 trials of a two-stage sweep (scored on the
-    tuning split, not on dev)."""
-    if BEST_BY not in rows.columns or rows[BEST_BY].isna().all():
+    latest value) among those whose predictions are not degenerate
+    (``degenerate_reason``), as the API's ``BestTrial``; None when no trial has
+    reported one, or every one that did is degenerate (then no trial learned). The
+    caller leaves out the stage-1 trials of a two-stage sweep (scored on the tuning
+    split, not on dev)."""
+    if BEST_BY not in rows.columns:
         return None
-    best = rows.loc[rows[BEST_BY].idxmax()]
+    scored = rows.dropna(subset=[BEST_BY])
+    learned = scored[[degenerate_reason(row, BEST_BY) is None for _, row in scored.iterrows()]]
+    if learned.empty:
+        return None
+    best = learned.loc[learned[BEST_BY].idxmax()]
     return {
         "run_id": str(best["run_id"]),
         "loss": str(best["loss"]),

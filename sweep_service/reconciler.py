@@ -16,10 +16,12 @@ their results. After a service restart the first pass picks every active sweep
 up again. Each sweep's step is committed on its own, so one failing sweep never
 holds the others back.
 
-Each pass also reads the trials' progress of every submitted sweep (``progress``,
-from MLflow) into the store, after the job's state, so a sweep seen finished
-stores its final counts; a finished sweep is read once more after it finished. A
-tracking store that does not answer delays the progress, never a status change.
+A second pass, on a thread of its own in the service, reads the trials' progress of
+every running sweep (``progress``, from MLflow) into the store; a finished sweep is
+read once more after it finished, after the runs its driver left RUNNING are closed,
+and keeps its trial rows, so that what it shows is final and readable without MLflow.
+MLflow not answering ends that pass, to be tried again on the next: it delays the
+progress, never a submission, a cancellation or a status change.
 """
 
 from __future__ import annotations
@@ -54,6 +56,13 @@ RunCloser = Callable[[Sweep, str, str], object]
 # Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid spec.
 FINAL_EXIT_CODES = {1, 2}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
+# Sweeps whose driver has started and may have trials running: their progress is read
+# every pass (a submitted one's job has not been seen running yet).
+FOLLOWED = frozenset({SweepStatus.RUNNING, SweepStatus.CANCELLING})
+
+
+class TrackingUnavailableError(RuntimeError):
+    """MLflow did not answer a read or a write of the reconciler."""
 
 
 def driver_failed_for_good(message: str) -> bool:
@@ -81,13 +90,19 @@ class Reconciler:
         self._max_resubmissions = max_resubmissions
         self._interval_s = interval_s
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     def run_once(self) -> None:
-        """One pass over every active sweep."""
+        """One pass over every active sweep: its job, then its trials' progress."""
+        self.follow_jobs()
+        self.read_tracking()
+
+    def follow_jobs(self) -> None:
+        """Submit pending sweeps and follow every active sweep's job into its status.
+        Never reads MLflow: a tracking store that is away delays no submission,
+        cancellation or status change."""
         with self._sessions() as session:
             sweeps = list_active_sweeps(session)
-            finished = list_unsynced_finished_sweeps(session) if self._progress else []
         for sweep in sweeps:
             try:
                 with self._sessions() as session:
@@ -95,23 +110,59 @@ class Reconciler:
             except (StoreError, RuntimeError, ConnectionError) as error:
                 # Ray or the store may be briefly away; the next pass tries again.
                 log.warning("sweep %s: %s", sweep.id, error)
-        for sweep in finished:
-            try:
-                with self._sessions() as session:
-                    self._sync_progress(session, sweep)
-            except StoreError as error:
-                log.warning("sweep %s: %s", sweep.id, error)
 
-    def _sync_progress(self, session: Session, sweep: Sweep) -> None:
-        """Store the sweep's progress as its tracking store shows it now."""
+    def read_tracking(self) -> None:
+        """Read the trials' progress of every running sweep from MLflow into the store,
+        and each finished sweep's once more (closing the runs a stopped or dead driver
+        left RUNNING first), so that what it shows is final. The first read that fails
+        ends the pass: MLflow is away, and the next pass tries again."""
         if self._progress is None:
             return
+        with self._sessions() as session:
+            sweeps = [sweep for sweep in list_active_sweeps(session) if sweep.status in FOLLOWED]
+            finished = list_unsynced_finished_sweeps(session)
+        try:
+            for sweep in sweeps:
+                self._sync_progress(sweep)
+            for sweep in finished:
+                self._close_runs_of(sweep)
+                self._sync_progress(sweep)
+        except TrackingUnavailableError as error:
+            log.warning("progress not read from MLflow this pass: %s", error)
+        except StoreError as error:
+            log.warning("progress not stored this pass: %s", error)
+
+    def _sync_progress(self, sweep: Sweep) -> None:
+        """Store the sweep's progress as its tracking store shows it now.
+
+        Raises:
+            TrackingUnavailableError: MLflow did not answer.
+        """
+        assert self._progress is not None  # read_tracking checks
         try:
             progress = self._progress(sweep)
         except Exception as error:  # MLflow raises what its store or transport raises
-            log.warning("sweep %s: progress not read from MLflow: %s", sweep.id, error)
+            raise TrackingUnavailableError(f"sweep {sweep.id}: {error}") from error
+        with self._sessions() as session:
+            record_progress(session, sweep.id, progress)
+
+    def _close_runs_of(self, sweep: Sweep) -> None:
+        """Close the runs a cancelled or failed sweep's driver left RUNNING (KILLED or
+        FAILED, with the reason); a succeeded sweep's driver closed its own.
+
+        Raises:
+            TrackingUnavailableError: MLflow did not answer.
+        """
+        if self._close_runs is None or sweep.status is SweepStatus.SUCCEEDED:
             return
-        record_progress(session, sweep.id, progress)
+        if sweep.status is SweepStatus.CANCELLED:
+            status, reason = "KILLED", "cancelled"
+        else:
+            status, reason = "FAILED", f"the sweep's driver failed: {(sweep.message or '')[-400:]}"
+        try:
+            self._close_runs(sweep, status, reason)
+        except Exception as error:  # MLflow raises what its store or transport raises
+            raise TrackingUnavailableError(f"sweep {sweep.id}: {error}") from error
 
     def _step(self, session: Session, sweep: Sweep) -> None:
         job = job_id(sweep.id, sweep.resubmissions)
@@ -124,13 +175,11 @@ class Reconciler:
                 self._runner.stop(job)
             return
         state, message = self._runner.state(job)
-        self._sync_progress(session, sweep)  # after the state: a finished job's is final
         if sweep.status is SweepStatus.CANCELLING:
             if state in (JobState.PENDING, JobState.RUNNING):
                 self._runner.stop(job)
             else:
                 transition_sweep(session, sweep.id, SweepStatus.CANCELLED, job_status=state)
-                self._closed(session, sweep, "KILLED", "cancelled")
             return
         if state is JobState.RUNNING:
             if sweep.status is not SweepStatus.RUNNING:
@@ -143,7 +192,6 @@ class Reconciler:
             transition_sweep(
                 session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]
             )
-            self._closed(session, sweep, "FAILED", f"the sweep's driver failed: {message[-400:]}")
         elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
             self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {message[-500:]}")
 
@@ -155,35 +203,27 @@ class Reconciler:
         except ResubmissionLimitError:
             message = f"{reason} (resubmitted {self._max_resubmissions} times already)"
             transition_sweep(session, sweep.id, SweepStatus.FAILED, message=message)
-            self._closed(session, sweep, "FAILED", message)
-
-    def _closed(self, session: Session, sweep: Sweep, status: str, reason: str) -> None:
-        """Close the runs a stopped or dead driver left RUNNING, then store the progress
-        they now show (a tracking store that does not answer is retried by nobody: the
-        runs stay RUNNING, as before, and the sweep's status is already right)."""
-        if self._close_runs is None:
-            return
-        try:
-            self._close_runs(sweep, status, reason)
-        except Exception as error:  # MLflow raises what its store or transport raises
-            log.warning("sweep %s: runs not closed in MLflow: %s", sweep.id, error)
-            return
-        self._sync_progress(session, sweep)
 
     def start(self) -> None:
-        """Run passes every ``interval_s`` in a daemon thread until ``stop``."""
-        self._thread = threading.Thread(target=self._loop, name="reconciler", daemon=True)
-        self._thread.start()
+        """Follow jobs and read progress every ``interval_s``, each in a daemon thread of
+        its own, until ``stop``: a slow or absent MLflow never holds a status back."""
+        self._threads = [
+            threading.Thread(target=self._loop, args=(self.follow_jobs,), name="reconciler"),
+            threading.Thread(target=self._loop, args=(self.read_tracking,), name="progress"),
+        ]
+        for thread in self._threads:
+            thread.daemon = True
+            thread.start()
 
-    def _loop(self) -> None:
+    def _loop(self, one_pass: Callable[[], None]) -> None:
         while not self._stop.is_set():
             try:
-                self.run_once()
+                one_pass()
             except Exception:  # the loop must outlive any one bad pass
                 log.exception("reconciler pass failed")
             self._stop.wait(self._interval_s)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)

@@ -14,6 +14,7 @@ from search_spaces.lineage import (
     LOSS_LABEL_TAG,
     ROLE_TAG,
     STAGE_TAG,
+    STOP_TAG,
     SWEEP_TAG,
 )
 from search_spaces.reports import METRICS
@@ -59,6 +60,7 @@ def trial_rows(
             "stage": tags.get(STAGE_TAG, "final"),  # a run from before two-stage tuning: final
             "status": run.info.status,
             "failure_reason": tags.get(FAILURE_TAG),
+            "stop_reason": tags.get(STOP_TAG),  # FINISHED only: epochs, max_steps, ...
             "run_id": run.info.run_id,
         }
         row.update(

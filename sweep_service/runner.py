@@ -16,6 +16,7 @@ import enum
 import json
 import shlex
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,6 +54,10 @@ class Runner(Protocol):
     def stop(self, job: str) -> None:
         """Ask the job to stop; a no-op when it has finished or does not exist."""
 
+    def nodes(self) -> list[dict[str, float]] | None:
+        """Each alive node's total resources (``{"CPU": 16, "GPU": 1, ...}``), or None
+        when the cluster cannot say (then nothing is refused for it)."""
+
 
 SPEC_FILE = "spec.json"  # in the job's working folder
 
@@ -70,8 +75,10 @@ class RayJobRunner:
         from ray.job_submission import JobSubmissionClient
 
         self._client = JobSubmissionClient(address)
+        self._address = address
         self._env_vars = dict(env_vars)
         self._python = python
+        self._nodes: tuple[float, list[dict[str, float]] | None] = (-NODES_TTL_S, None)
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
         if self.state(job)[0] is not JobState.MISSING:
@@ -102,3 +109,27 @@ class RayJobRunner:
     def stop(self, job: str) -> None:
         if self.state(job)[0] in (JobState.PENDING, JobState.RUNNING):
             self._client.stop_job(job)
+
+    def nodes(self) -> list[dict[str, float]] | None:
+        # Asked at each submission: kept a while, so a burst of them asks once.
+        asked, known = self._nodes
+        if time.monotonic() - asked < NODES_TTL_S:
+            return known
+        from ray.util.state import list_nodes
+
+        try:
+            alive = list_nodes(
+                address=self._address,
+                filters=[("state", "=", "ALIVE")],
+                timeout=NODES_TIMEOUT_S,
+                raise_on_missing_output=False,
+            )
+            known = [{str(k): float(v) for k, v in node.resources_total.items()} for node in alive]
+        except Exception:  # the state API's transport errors: the cluster cannot say
+            known = None
+        self._nodes = (time.monotonic(), known or None)
+        return known or None
+
+
+NODES_TTL_S = 30.0
+NODES_TIMEOUT_S = 10

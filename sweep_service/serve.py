@@ -27,8 +27,9 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from search_spaces.settings import isolate_ray
+from search_spaces.settings import check_private, forwarded_settings, isolate_ray
 from search_spaces.versions import SUBMITTER_ENV, skew, stack_versions
 from sweep_service.settings import ServiceSettings
 
@@ -37,32 +38,76 @@ HEAD_START_TIMEOUT_S = 180.0  # a cold head on 2 CPUs takes 10-30 s
 HEAD_STOP_TIMEOUT_S = 60.0
 
 
+HF_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# Secrets the service may hold that no process it starts needs in its environment.
+SERVICE_SECRETS = ("DICESWEEP_API_KEY", "DICESWEEP_DATABASE_URL", *HF_TOKENS)
+
+
 def job_environment(settings: ServiceSettings) -> dict[str, str]:
     """The environment of every sweep's job: the service's versions (the driver refuses
-    another release), and, for the local head only, the service's own paths.
+    another release); for the local head only, the service's own paths, where reads
+    are confined (``DICESWEEP_DATA_ROOTS``) and Hugging Face's settings, by name.
 
-    A cluster's nodes carry their own settings (their images' environment: the data
-    root, the tracking URI, the storage path), so nothing local to the API's machine
-    is sent to one: the job runs ``python -m trainables.driver`` in the cluster's image.
-    Never the service's store URL, which may hold its password.
+    The Jobs API shows a job's environment to anyone who can read it, and Ray's runtime
+    environment agent logs it: no secret goes in. A Hugging Face token reaches the
+    trials as a file under the home, readable by the service's user only
+    (``HF_TOKEN_PATH``, read by ``huggingface_hub``). A cluster's nodes carry their own
+    settings (their images' environment: the data root and the roots reads are confined
+    to, the tracking URI, the storage path, a token), so nothing local to the API's
+    machine is sent to one.
     """
     submitter = {SUBMITTER_ENV: json.dumps(stack_versions())}
     if settings.ray_jobs_url:
         return submitter
-    env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
+    env = forwarded_settings()
     env.update(submitter)
     env.update(
         DICESWEEP_HOME=str(settings.home),
         DICESWEEP_DATASETS_DIR=str(settings.datasets_dir),
         DICESWEEP_MLFLOW_TRACKING_URI=str(settings.mlflow_tracking_uri),
         DICESWEEP_STORAGE_PATH=str(settings.storage_path),
+        # Set, even empty: the driver and trials read only under the roots checked here.
+        DICESWEEP_DATA_ROOTS=json.dumps([str(root) for root in settings.data_roots]),
     )
-    for joined in ("DICESWEEP_RAY_ADDRESS", "DICESWEEP_RAY_JOBS_URL"):
-        env.pop(joined, None)  # drivers join the cluster their job runs on
-    # The service's own store (and its password): no driver reads it, and a job's
-    # environment is shown to anyone who can read the Jobs API.
-    env.pop("DICESWEEP_DATABASE_URL", None)
+    token_file = hf_token_file(settings.home)
+    if token_file is not None:
+        env["HF_TOKEN_PATH"] = str(token_file)
     return env
+
+
+def hf_token_file(home: Path) -> Path | None:
+    """The service's Hugging Face token (``HF_TOKEN``) written to ``<home>/secrets/
+    hf_token``, mode 0600, for the trials to read; None when it has none."""
+    token = next((os.environ[name] for name in HF_TOKENS if os.environ.get(name)), None)
+    if token is None:
+        return None
+    folder = home / "secrets"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / "hf_token"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as written:
+        written.write(token)
+    check_private(path, "the Hugging Face token")
+    return path
+
+
+# The home's stores: its user's only. (Ray's token is not made private here but
+# refused when others may read it: they may know it already.)
+PRIVATE_FILES = ("dicesweep.db", "mlflow.db")
+
+
+def make_home_private(home: Path) -> None:
+    """The home and what the service makes in it, its user's only: a umask of 077 for
+    this process and its children (the Ray head, drivers, trials), the home 0700, and
+    the stores a former version left readable, 0600."""
+    os.umask(0o077)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    home.chmod(0o700)
+    for relative in PRIVATE_FILES:
+        for path in home.glob(f"{relative}*"):  # SQLite's -wal and -shm files too
+            if path.is_file() and path.stat().st_uid == os.getuid():
+                path.chmod(0o600)
 
 
 def _free_port() -> int:
@@ -141,7 +186,14 @@ def _terminate_with_parent() -> None:
 
 
 def _head_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """The service's environment less its secrets and its own settings: every job,
+    driver and trial on the head inherits it, and a job gets its settings by name
+    (``job_environment``)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in SERVICE_SECRETS and not k.startswith("DICESWEEP_")
+    }
     env.pop("RAY_ADDRESS", None)  # a fresh head, never a join
     return env
 
@@ -274,6 +326,20 @@ def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
         yield address
 
 
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """How uvicorn serves the API. Behind a TLS proxy, that proxy's X-Forwarded-Proto
+    and X-Forwarded-For give the scheme (the sign-in cookie's ``Secure``) and the client
+    (the failed sign-in limit), believed from ``trusted_proxies`` only."""
+    return {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "info",
+        "access_log": settings.access_log,
+        "proxy_headers": True,
+        "forwarded_allow_ips": settings.trusted_proxies,
+    }
+
+
 def serve(settings: ServiceSettings) -> None:
     """Run until interrupted; everything started here is stopped on the way out."""
     import uvicorn
@@ -290,7 +356,7 @@ def serve(settings: ServiceSettings) -> None:
         upgrade,
     )
 
-    settings.home.mkdir(parents=True, exist_ok=True)
+    make_home_private(settings.home)
     upgrade(settings.database_url)
     # The pool holds a connection for every request thread and the reconciler's, so
     # none is opened and closed per request.
@@ -300,6 +366,8 @@ def serve(settings: ServiceSettings) -> None:
         # A cluster runs the driver with its image's interpreter; a local head with ours.
         python = "python" if settings.ray_jobs_url else sys.executable
         runner = RayJobRunner(address, job_environment(settings), python=python)
+        for name, value in settings.mlflow_request_env().items():
+            os.environ.setdefault(name, value)
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))
         app = create_app(settings, session_factory=sessions, runner=runner, tracking=tracking)
         reconciler = Reconciler(
@@ -323,12 +391,6 @@ def serve(settings: ServiceSettings) -> None:
         gc.collect()
         gc.freeze()
         try:
-            uvicorn.run(
-                app,
-                host=settings.host,
-                port=settings.port,
-                log_level="info",
-                access_log=settings.access_log,
-            )
+            uvicorn.run(app, **uvicorn_options(settings))
         finally:
             reconciler.stop()

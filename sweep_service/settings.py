@@ -15,8 +15,9 @@ class ServiceSettings(DicesweepSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port
-    # Folders besides DICESWEEP_DATASETS_DIR that local data sets of REST
-    # submissions may lie in (JSON list: DICESWEEP_DATA_ROOTS='["/data/team"]').
+    # Folders besides DICESWEEP_DATASETS_DIR that local data sets and model folders of
+    # REST submissions may lie in (JSON list: DICESWEEP_DATA_ROOTS='["/data/team"]');
+    # the service always confines, so unset means the data-sets folder only.
     data_roots: list[Path] = Field(default_factory=list)
     max_request_bytes: int = Field(1_000_000, ge=1024)  # bigger bodies get 413
     # A resolved spec is stored and sent to the cluster whole: larger ones get 413.
@@ -29,6 +30,29 @@ class ServiceSettings(DicesweepSettings):
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts
+    # How long the service waits for one MLflow request, never retried: then a route
+    # answers 503 tracking_unavailable and the progress pass is skipped. (MLflow's own
+    # default, 120 s and 7 retries with backoff, froze every sweep's status for minutes.)
+    mlflow_timeout_s: int = Field(5, ge=1, le=600)
+
+    def mlflow_request_env(self) -> dict[str, str]:
+        """The MLflow client's settings for the service's requests (environment
+        variables, the only way MLflow takes them); an operator's own values win."""
+        return {
+            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(self.mlflow_timeout_s),
+            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        }
+
+    # Wrong API keys (sign-in form or API) a client may send per window before it is
+    # refused with 429 until the window has passed.
+    sign_in_failures: int = Field(10, ge=1)
+    sign_in_window_s: float = Field(60.0, gt=0)
+    # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips:
+    # comma-separated addresses or networks, "*" for any): the TLS ingress in front.
+    trusted_proxies: str = "127.0.0.1"
+    # Where people reach the service (https://sweeps.example.org); an https one makes
+    # the sign-in cookie Secure whatever scheme the last hop used.
+    public_url: str | None = None
 
     @property
     def loopback(self) -> bool:

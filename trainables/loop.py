@@ -4,8 +4,15 @@
 gradient clipping and dynamic padding, evaluates every epoch (or every N
 steps) and hands each evaluation, with a checkpoint, to a ``Reporter`` (Ray
 Tune inside a sweep, the terminal for a single run). A checkpoint holds the
-model, optimiser, scheduler, step and RNG states: a resumed trial continues
-with the batch after the last checkpoint, in the same order.
+model, optimiser, scheduler, step and RNG states, the best evaluation and the
+early-stopping count: a resumed trial continues with the batch after the last
+checkpoint, in the same order, and stops where it would have stopped.
+
+A trial trains ``training.max_steps`` optimiser steps, or ``epochs`` epochs
+without it, and stops sooner when early stopping is on and the search metric
+has not improved for ``early_stopping_patience`` evaluations. Its last report
+carries ``stop_reason`` (``StopReason``) and, with early stopping, the best
+evaluation's metrics (``final_metrics``).
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -32,6 +39,8 @@ from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
 CHECKPOINT_FILE = "state.pt"
+# Why a trial ends itself; the driver tags a run stopped by the scheduler "scheduler".
+StopReason = Literal["epochs", "max_steps", "early_stopping"]
 
 
 class TrialDiverged(RuntimeError):
@@ -56,8 +65,9 @@ class Reporter(Protocol):
     def latest_checkpoint(self) -> Path | None:
         """A folder holding ``state.pt``, or None for a fresh start."""
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
-        """Record one evaluation with the checkpoint written for it."""
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
+        """Record one evaluation with the checkpoint written for it: numbers, and the
+        ``stop_reason`` string in a trial's last report."""
 
     def progress(self, step: int, total: int, loss: float) -> None:
         """Called after every optimiser step (a progress bar, or nothing)."""
@@ -70,7 +80,11 @@ class Progress:
     step: int = 0
     loss_sum: float = 0.0  # training loss summed since the last evaluation
     loss_steps: int = 0
-    best_metric: float = -math.inf
+    best_metric: float = -math.inf  # the watched metric's best value so far
+    best: dict[str, float] = field(default_factory=dict)  # that evaluation's eval_* metrics
+    best_step: int = 0
+    stale_evals: int = 0  # evaluations since the metric last rose by more than min_delta
+    stop_reason: StopReason | None = None
 
 
 def seed_everything(seed: int) -> None:
@@ -218,17 +232,18 @@ def fit(
     counts = data.task.class_counts(data.train_features)
     loss_fn = build_loss(loss_spec, class_counts=counts).to(device)
     steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)
-    total_steps = steps_per_epoch * training.epochs
+    total_steps = training.total_steps(steps_per_epoch)
     optimizer, scheduler = build_optimizer(model, training, total_steps)
     progress = Progress()
     resumed = reporter.latest_checkpoint()
     if resumed is not None:
         progress = load_checkpoint(resumed, model, optimizer, scheduler)
     model.train()
-    last: dict[str, float] = {}
+    last: dict[str, Any] = {}
     started = time.perf_counter()
     lengths = [len(feature["input_ids"]) for feature in data.train_features]
-    while progress.step < total_steps:
+    # A checkpoint from before stop reasons were kept ends at the last step, unmarked.
+    while progress.stop_reason is None and progress.step < total_steps:
         epoch, skip = divmod(progress.step, steps_per_epoch)
         if training.group_by_length:
             order = grouped_order(lengths, seed, epoch, training.batch_size)
@@ -245,22 +260,71 @@ def fit(
             reporter.progress(progress.step, total_steps, loss)
             at_epoch_end = progress.step % steps_per_epoch == 0
             every = training.eval_every_steps
-            if at_epoch_end or (every is not None and progress.step % every == 0):
+            at_end = progress.step == total_steps  # max_steps may end mid-epoch
+            if at_end or at_epoch_end or (every is not None and progress.step % every == 0):
                 last = evaluate(model, data, training.batch_size, device, training.bf16)
                 last.update(
                     train_loss=progress.loss_sum / max(progress.loss_steps, 1),
                     epoch=progress.step / steps_per_epoch,
                     step=progress.step,
+                    optimizer_steps=progress.step,
                     seconds=time.perf_counter() - started,
                 )
-                progress.best_metric = max(progress.best_metric, last.get(metric, -math.inf))
+                watch(progress, last, metric, training.min_delta)
                 last[f"best_{metric}"] = progress.best_metric
+                last["best_step"] = progress.best_step
                 progress.loss_sum, progress.loss_steps = 0.0, 0
+                progress.stop_reason = stop_reason(progress, training, total_steps)
+                if progress.stop_reason is not None:
+                    last = final_metrics(last, progress, training, metric)
                 with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
-                    finished = progress.step == total_steps
+                    finished = progress.stop_reason is not None
                     save_checkpoint(Path(folder), model, optimizer, scheduler, progress, finished)
                     reporter.report(last, Path(folder))
+                if progress.stop_reason is not None:
+                    break
     return last
+
+
+def watch(progress: Progress, metrics: dict[str, Any], metric: str, min_delta: float) -> None:
+    """Take one evaluation into ``progress``: the best evaluation (the first of the
+    highest ``metric``) and the evaluations since ``metric`` last rose by more than
+    ``min_delta`` (a smaller rise makes a new best but counts as stale, as Hugging Face
+    ``EarlyStoppingCallback``'s threshold does)."""
+    value = float(metrics.get(metric, -math.inf))
+    progress.stale_evals = (
+        0 if value > progress.best_metric + min_delta else progress.stale_evals + 1
+    )
+    if value > progress.best_metric or not progress.best:
+        progress.best_metric = value
+        progress.best = {k: float(v) for k, v in metrics.items() if k.startswith("eval_")}
+        progress.best_step = progress.step
+
+
+def stop_reason(progress: Progress, training: TrainingSpec, total_steps: int) -> StopReason | None:
+    """Why the trial stops after this evaluation, or None to go on: the planned steps
+    are done (``max_steps``, else ``epochs``), or early stopping's patience ran out."""
+    if progress.step >= total_steps:
+        return "max_steps" if training.max_steps is not None else "epochs"
+    patience = training.early_stopping_patience
+    if patience is not None and progress.stale_evals >= patience:
+        return "early_stopping"
+    return None
+
+
+def final_metrics(
+    last: dict[str, Any], progress: Progress, training: TrainingSpec, metric: str
+) -> dict[str, Any]:
+    """A trial's last report: its last evaluation with ``stop_reason``. With early
+    stopping, the trial's result is its best evaluation (the checkpoint Hugging Face
+    ``Trainer`` keeps with ``load_best_model_at_end``): the eval metrics are the best
+    evaluation's, found at ``best_step``, and ``last_<metric>`` keeps the last one's;
+    the step counts and the training loss stay the run's."""
+    final = {**last, "stop_reason": progress.stop_reason}
+    if training.early_stopping_patience is not None:
+        final.update(progress.best)
+        final[f"last_{metric}"] = last.get(metric, math.nan)
+    return final
 
 
 def train_step(

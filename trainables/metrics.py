@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from trainables.data.examples import QAExample
@@ -111,17 +111,34 @@ def pos_metrics(
     return {"f1": accuracy, "precision": accuracy, "recall": accuracy, "accuracy": accuracy}
 
 
-def always_positive_f1(labels: Sequence[Any], positive: int = 1) -> float:
-    """The F1 of predicting ``positive`` for every item: paraphrase identification's
-    trivial baseline, which a collapsed model matches exactly."""
-    return pi_metrics([positive] * len(labels), labels, positive)["f1"]
-
-
-def majority_tag_accuracy(gold_tags: Sequence[Sequence[str]]) -> float:
-    """The accuracy of tagging every word with the most frequent gold tag: part-of-speech
-    tagging's trivial baseline (its F1, as ``pos_metrics`` scores it)."""
-    counts = Counter(tag for sentence in gold_tags for tag in sentence)
+def top_prediction_share(predictions: Iterable[Hashable]) -> float:
+    """The percent of ``predictions`` equal to the most frequent one: 100 for a
+    constant predictor (one class, tag or answer for every input), 0 for none."""
+    counts = Counter(predictions)
     return _percent(max(counts.values(), default=0), sum(counts.values()))
+
+
+def pi_baselines(labels: Sequence[Any], positive: int = 1) -> dict[str, float]:
+    """Paraphrase identification's no-skill rules, scored by ``pi_metrics``: the F1 of
+    predicting ``positive`` for every pair (``baseline_f1``) and the accuracy of
+    predicting the majority class for every pair (``baseline_accuracy``)."""
+    majority = Counter(int(label) for label in labels).most_common(1)[0][0] if labels else 0
+    return {
+        "baseline_f1": pi_metrics([positive] * len(labels), labels, positive)["f1"],
+        "baseline_accuracy": pi_metrics([majority] * len(labels), labels, positive)["accuracy"],
+    }
+
+
+def tagging_baselines(gold_tags: Sequence[Sequence[str]], by_spans: bool) -> dict[str, float]:
+    """Tagging's no-skill rule, scored as the task scores (``ner_metrics`` for spans,
+    ``pos_metrics`` per word): every word tagged ``O`` where spans are scored and the
+    tag set has ``O`` (NER: F1 0), else every word the most frequent gold tag (POS).
+    Returns ``baseline_f1`` and ``baseline_accuracy``."""
+    counts = Counter(tag for sentence in gold_tags for tag in sentence)
+    fill = "O" if by_spans and "O" in counts else counts.most_common(1)[0][0] if counts else "O"
+    predicted = [[fill] * len(sentence) for sentence in gold_tags]
+    scores = (ner_metrics if by_spans else pos_metrics)(predicted, gold_tags)
+    return {"baseline_f1": scores["f1"], "baseline_accuracy": scores["accuracy"]}
 
 
 # SQuAD v1.1: the functions below follow the official evaluate-v1.1.py step by step.
@@ -197,3 +214,24 @@ def squad_metrics(
         exact += squad_exact_match(predictions[example.qid], gold)
         f1 += squad_f1(predictions[example.qid], gold)
     return {"exact_match": _percent(exact, len(examples)), "f1": _percent(f1, len(examples))}
+
+
+def first_k_tokens(examples: Sequence[QAExample]) -> int:
+    """k of the no-skill span rule: the mean length in words of the questions' first
+    gold answers, rounded, at least 1 (SQuAD v1.1 dev: 3)."""
+    lengths = [len(e.answers[0].text.split()) for e in examples if e.answers]
+    return max(round(sum(lengths) / len(lengths)), 1) if lengths else 1
+
+
+def span_baselines(examples: Sequence[QAExample], no_answer: bool = False) -> dict[str, float]:
+    """Reading comprehension's no-skill rule, scored by ``squad_metrics``: answer every
+    question with the first k words of its passage (``first_k_tokens``); where
+    questions may have no answer (``no_answer``, SQuAD v2) answering nothing is a rule
+    too, and the better of the two by F1 counts. Returns ``baseline_f1`` and
+    ``baseline_exact_match``."""
+    k = first_k_tokens(examples)
+    rules = [{e.qid: " ".join(e.context.split()[:k]) for e in examples}]
+    if no_answer:
+        rules.append({e.qid: "" for e in examples})
+    best = max((squad_metrics(rule, examples) for rule in rules), key=lambda s: s["f1"])
+    return {"baseline_f1": best["f1"], "baseline_exact_match": best["exact_match"]}

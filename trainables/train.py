@@ -13,18 +13,20 @@ import argparse
 import json
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from search_spaces.data_roots import allowed_roots, confined_folder
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.datasets import get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
 
 if TYPE_CHECKING:
+    from trainables.data.classes import ScoredClass
     from trainables.loop import Reporter
-    from trainables.trial_data import DataRequest
+    from trainables.trial_data import DataRequest, TrialData
 
 # torch and transformers are imported where a trial runs, never here: the sweep's
 # driver imports this module for ``train`` (Ray pickles it by reference) and, with
@@ -41,15 +43,17 @@ def loss_dict(trial: TrialConfig) -> dict[str, Any]:
     return trial.loss.model_dump(exclude_none=True)
 
 
-def data_request(trial: TrialConfig, datasets_dir: Path) -> DataRequest:
-    """What data ``trial`` trains and is scored on (``trainables.trial_data``)."""
+def data_request(trial: TrialConfig, settings: DicesweepSettings, model: str) -> DataRequest:
+    """What data ``trial`` trains and is scored on (``trainables.trial_data``), read from
+    inside the allowed roots where a service set them."""
     from trainables.trial_data import DataRequest
 
     training = trial.training
+    roots = allowed_roots(settings)
     return DataRequest(
-        dataset=dataset_info(trial.dataset, trial.kind, datasets_dir),
+        dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir, roots),
         variant=trial.variant,
-        model=trial.model,
+        model=model,
         max_seq_length=training.max_seq_length,
         doc_stride=training.doc_stride,
         max_train_examples=training.max_train_examples,
@@ -70,9 +74,60 @@ def run_trial(
 
     settings = settings or DicesweepSettings()
     trial = parse_config(config)
-    request = data_request(trial, settings.datasets_dir)
+    model = trial_model(trial.model, allowed_roots(settings))
+    request = data_request(trial, settings, model)
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
-    return fit(data, trial.model, loss_dict(trial), trial.seed, trial.training, reporter)
+    training = trial.training
+    loss = loss_dict(trial)
+    if data.scored is None:
+        return fit(data, model, loss, trial.seed, training, reporter, trial.metric)
+    facts = scored_class_metrics(data, data.scored)
+    reporting = ScoredClassReporter(reporter, facts)
+    return {**fit(data, model, loss, trial.seed, training, reporting, trial.metric), **facts}
+
+
+def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, float]:
+    """What a binary trial reports of its scored class: the label (``positive_label``,
+    resolved from the training file when the spec left it out), its share of the whole
+    training file (``positive_share``) and of the training set the trial trains on, the
+    variant built and capped (``train_positive_share``), each share in 0..1."""
+    counts = data.task.class_counts(data.train_features)
+    return {
+        "positive_label": float(scored.label),
+        "positive_share": scored.share,
+        "train_positive_share": counts[scored.label] / sum(counts),
+    }
+
+
+class ScoredClassReporter:
+    """Adds a binary trial's scored class (``scored_class_metrics``) to every evaluation
+    it reports, so its MLflow run and report rows say which class F1 is of."""
+
+    def __init__(self, inner: Reporter, facts: dict[str, float]) -> None:
+        self.inner = inner
+        self.facts = facts
+
+    def latest_checkpoint(self) -> Path | None:
+        return self.inner.latest_checkpoint()
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        self.inner.report({**metrics, **self.facts}, checkpoint_dir)
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        self.inner.progress(step, total, loss)
+
+
+def trial_model(model: str, roots: Sequence[Path] | None) -> str:
+    """The model to load: with ``roots`` (a service's job) a folder is resolved, once it
+    and every file in it lie inside them; a hub id or ``tiny-bert`` as it is.
+
+    Raises:
+        OutsideRootsError: the folder or a file in it resolves outside ``roots``.
+    """
+    folder = Path(model)
+    if roots is None or not folder.is_absolute() or not folder.is_dir():
+        return model  # the driver made a folder absolute; the rest are hub ids
+    return str(confined_folder(folder, roots, f"model folder {folder.name!r}"))
 
 
 NODE_KEY = "node_id"
@@ -93,7 +148,7 @@ class RayTuneReporter:
         self._restored = Path(checkpoint.to_directory())
         return self._restored
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
         import ray
         from ray import tune
 
@@ -136,13 +191,15 @@ class TerminalReporter:
             return folder
         return None
 
-    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+    def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
         from trainables.loop import CHECKPOINT_FILE
 
         target = self.output_dir / "checkpoint"
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(checkpoint_dir / CHECKPOINT_FILE, target / CHECKPOINT_FILE)
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+        shown = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, int | float) else f"{k}={v}" for k, v in metrics.items()
+        )
         (self._bar.write if self._bar else print)(shown)
 
     def progress(self, step: int, total: int, loss: float) -> None:
@@ -169,12 +226,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dataset", required=True, help="catalogue name, e.g. conll2003")
     parser.add_argument("--variant", default="original", help="Table 8 variant (binary sets)")
     parser.add_argument(
-        "--positive-label", type=int, choices=[0, 1], default=1, help="scored class (binary sets)"
+        "--positive-label",
+        type=int,
+        choices=[0, 1],
+        default=None,
+        help="scored class of a binary set (default: the training file's minority class)",
     )
     parser.add_argument("--model", default="tiny-bert", help="hub id, local path or tiny-bert")
     parser.add_argument("--loss", default='{"name": "ce"}', help="loss spec as JSON")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="optimiser steps; overrides epochs"
+    )
+    parser.add_argument(
+        "--early-stopping-patience", type=int, default=None, help="evaluations without a rise"
+    )
+    parser.add_argument("--min-delta", type=float, default=defaults.min_delta)
     parser.add_argument("--lr", type=float, default=defaults.learning_rate)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
@@ -203,6 +271,9 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "training": {
             "epochs": args.epochs,
+            "max_steps": args.max_steps,
+            "early_stopping_patience": args.early_stopping_patience,
+            "min_delta": args.min_delta,
             "learning_rate": args.lr,
             "batch_size": args.batch_size,
             "max_seq_length": args.max_seq_length,

@@ -1,5 +1,8 @@
 """A trial's data: read, varied, capped, tokenised once and cached on disk.
 
+A binary set's scored class is resolved here, where its training file is read:
+the spec's ``positive_label``, else the file's minority (``trainables.data.classes``).
+
 Every trial of a sweep that shares (data set, variant, caps, tokenizer, max
 length, stride, holdout, stage) reads the same pickled features from ``cache_dir``;
 the first one writes them under a file lock, atomically, so concurrent trials never
@@ -19,7 +22,7 @@ import os
 import pickle
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from search_spaces.datasets import DatasetInfo
 from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split
+from trainables.data.classes import ScoredClass, scored_class, stratified_sample
 from trainables.data.variants import make_variant
 from trainables.modeling import TINY_BERT, load_tokenizer, tiny_tokenizer, tokenizer_fingerprint
 from trainables.tasks import EncodeOptions, Feature, Task, build_task
@@ -49,7 +53,9 @@ class DataRequest:
     doc_stride: int
     max_train_examples: int | None
     max_eval_examples: int | None
-    positive_label: int = 1  # the scored class of a binary set; the variants follow it
+    # The scored class of a binary set; the variants follow it. None: the training
+    # file's minority (``resolve_scored_class`` sets it before the cache key is made).
+    positive_label: int | None = None
     holdout: float | None = None  # share of the training file held out; None: none
     holdout_seed: int = 0
     stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
@@ -65,14 +71,33 @@ class TrialData:
     train_features: list[Feature]
     eval_features: list[Feature]
     eval_examples: list[Any]
+    scored: ScoredClass | None = None  # a binary set's scored class; None for the others
 
 
 def _cap(examples: list[Any], limit: int | None) -> list[Any]:
-    """A fixed random subset of ``limit`` examples (the same for every trial)."""
-    if limit is None or limit >= len(examples):
+    """A fixed subset of ``limit`` examples (the same for every trial); pairs keep
+    their label shares (``stratified_sample``)."""
+    if limit is None:
         return examples
-    chosen = sorted(random.Random(CAP_SEED).sample(range(len(examples)), limit))
-    return [examples[i] for i in chosen]
+    return stratified_sample(examples, limit, CAP_SEED)
+
+
+def resolve_scored_class(
+    request: DataRequest, datasets_dir: Path
+) -> tuple[DataRequest, ScoredClass | None]:
+    """``request`` with a binary set's scored class filled in from its training file,
+    and that class; a set that is not binary is returned as it is, with None.
+
+    Raises:
+        ValueError: a binary set whose training labels are not 0 and 1.
+    """
+    info = request.dataset
+    if not info.binary:
+        return request, None
+    train = load_split(info, "train", datasets_dir)
+    labels = [e.label for e in train if isinstance(e, PairExample)]
+    scored = scored_class(labels, request.positive_label)
+    return replace(request, positive_label=scored.label), scored
 
 
 def holdout_split(examples: list[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
@@ -124,7 +149,8 @@ def _texts(examples: Sequence[Any]) -> list[str]:
 
 def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
     """The training examples (the variant built, then capped) and the evaluation ones
-    (capped) a trial of ``request`` trains and is scored on, before tokenising."""
+    (capped) a trial of ``request`` trains and is scored on, before tokenising.
+    The variants turn around ``request.positive_label`` (None: the file's minority)."""
     info = request.dataset
     train = load_split(info, "train", datasets_dir)
     held_out: list[Any] = []
@@ -158,6 +184,7 @@ def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTr
             "variant": request.variant,
             "cap": request.max_train_examples,
             "holdout": [request.holdout, request.holdout_seed],
+            "positive": request.positive_label,  # the variant's texts follow it
         }
     )
     return tiny_tokenizer(_texts(train), cache_dir, key)
@@ -183,13 +210,15 @@ def _cached(path: Path, build: Any) -> Any:
 
 
 def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -> TrialData:
-    """Read, vary, cap and tokenise (or load the cached features of) one trial's data.
+    """Read, vary, cap and tokenise (or load the cached features of) one trial's data,
+    scored on the resolved scored class of a binary set.
 
     Raises:
         UnknownDatasetError, FileNotFoundError, ValueError: from the readers and
             variants, naming the data set and the rule.
     """
     info = request.dataset
+    request, scored = resolve_scored_class(request, datasets_dir)
     train, evaluation = read_examples(request, datasets_dir)
     # SQuAD v2 and the like: unanswerable training questions mean "no answer" is a prediction.
     no_answer = any(isinstance(e, QAExample) and not e.answers for e in train)
@@ -203,7 +232,7 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
             "request": asdict(request),
             "tokenizer": tokenizer_fingerprint(tokenizer),
             "labels": task.labels,
-            "format": 1,
+            "format": 2,  # 2: caps on pair sets are stratified
         }
     )
     folder = cache_dir / "features" / f"{info.name}-{key}"
@@ -213,4 +242,4 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
     eval_features = _cached(
         folder / "eval.pkl", lambda: task.encode(evaluation, tokenizer, options, training=False)
     )
-    return TrialData(info, task, tokenizer, train_features, eval_features, evaluation)
+    return TrialData(info, task, tokenizer, train_features, eval_features, evaluation, scored)

@@ -8,9 +8,19 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 (Table 8) or ``param_alpha`` × data sets (Table 10); ``paired_test`` tests each row
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
-``to_png`` render it. ``paper_table`` does all of that in the paper's layout.
+``to_png`` render it. ``paper_table`` does all of that in the paper's layout, with
+the degenerate trials (``degenerate_reason``: near-constant predictions, or no better
+than the data set's no-skill rule) marked in their cells. ``with_budget_curves``
+attaches the budget curves of a two-stage sweep's stage 1 (``budget``), which the
+renderers show under the table.
 """
 
+from search_spaces.reports.budget import (
+    budget_curves,
+    expected_best,
+    stage_one_is_random,
+    with_budget_curves,
+)
 from search_spaces.reports.formats import (
     MARKS,
     STATS,
@@ -24,6 +34,7 @@ from search_spaces.reports.formats import (
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
+    degenerate_reason,
     failed_trials,
     final_rows,
     infer_layout,
@@ -40,6 +51,9 @@ __all__ = [
     "MARKS",
     "METRICS",
     "STATS",
+    "budget_curves",
+    "degenerate_reason",
+    "expected_best",
     "failed_trials",
     "final_rows",
     "infer_layout",
@@ -51,12 +65,14 @@ __all__ = [
     "plot_kind",
     "plot_title",
     "row_from_trial",
+    "stage_one_is_random",
     "to_csv",
     "to_html",
     "to_json",
     "to_latex",
     "to_markdown",
     "to_png",
+    "with_budget_curves",
     "with_failures",
     "with_significance",
 ]

@@ -3,8 +3,10 @@
 Markdown, CSV, LaTeX (booktabs, in a ``table`` with caption and label), HTML and
 JSON; PNG is in ``plots``. A cell reads ``85.21 ± 0.40 (+1.02)†``: mean ± std over
 seeds (delta of the mean against the baseline row), and a mark where the paired
-test against the baseline says the difference is significant (``MARKS``). The best
-mean of each column is bold; the baseline row has no delta.
+test against the baseline says the difference is significant (``MARKS``). A cell
+holding degenerate trials (``tables.degenerate_reason``) keeps its mean and says how
+many of its seeds are (``[1/3 degenerate]``). The best mean of each column among the
+cells without degenerate trials is bold; the baseline row has no delta.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.datasets import VARIANTS
+from search_spaces.reports.budget import budget_html, budget_lines, budget_markdown
 
 STATS = ("mean", "std", "count", "delta")
 # p-value thresholds of the paired test against the baseline, strictest first.
@@ -80,8 +83,12 @@ def mark(p_value: float | None) -> str:
 
 def _best_rows(table: pd.DataFrame) -> dict[Any, Any]:
     """The row with the best mean in each column: the highest, or the lowest for a
-    metric where lower is better (``LOWER_IS_BETTER``)."""
+    metric where lower is better (``LOWER_IS_BETTER``); a cell holding a degenerate
+    trial is never the best."""
     means = table.xs("mean", axis=1, level="stat").astype(float)
+    for row, column in table.attrs.get("degenerate_cells") or {}:
+        if row in means.index and column in means.columns:
+            means.at[row, column] = math.nan
     lower = table.attrs.get("metric") in LOWER_IS_BETTER
     return {
         column: (means[column].idxmin() if lower else means[column].idxmax())
@@ -96,17 +103,18 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     columns = list(dict.fromkeys(table.columns.get_level_values(0)))
     best = _best_rows(table)
     p_values = table.attrs.get("significance") or {}
-    collapsed = table.attrs.get("collapsed_cells") or {}
+    degenerate = table.attrs.get("degenerate_cells") or {}
     cells = [
         [
             Cell(
-                text=with_collapsed(
+                text=with_degenerate(
                     format_cell(
                         table.at[row, (col, "mean")],
                         table.at[row, (col, "std")],
                         table.at[row, (col, "delta")],
                     ),
-                    collapsed.get((row, col), 0),
+                    degenerate.get((row, col), 0),
+                    table.at[row, (col, "count")],
                 ),
                 best=best.get(col) == row and len(table.index) > 1,
                 mark=mark(p_values.get((row, col))),
@@ -118,23 +126,49 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     return [format_value(r) for r in table.index], [format_value(c) for c in columns], cells
 
 
-def with_collapsed(text: str, count: int) -> str:
-    """A cell's text with the number of its seeds that collapsed (left out of it)."""
+def with_degenerate(text: str, count: int, seeds: Any) -> str:
+    """A cell's text with how many of its ``seeds`` are degenerate (in its mean)."""
     if not count:
         return text
-    return f"{text} [{count} collapsed]" if text else f"[{count} collapsed]"
+    return f"{text} [{count}/{_count(seeds)} degenerate]".strip()
+
+
+# The no-skill rule of each task kind, as the trainable scores it on the dev set.
+NO_SKILL_RULES = (
+    "PI: always positive (F1), the majority class (accuracy); NER: every word O; "
+    "POS: every word the majority tag; MRC: the first k words of the passage, "
+    "k the mean gold answer length (SQuAD v2: or no answer, the better)"
+)
+_SCORE_NAMES = {"f1": "F1", "accuracy": "accuracy", "exact_match": "EM"}
 
 
 def baseline_line(table: pd.DataFrame) -> str | None:
-    """Each data set's trivial baseline F1 in a sentence, or None without them."""
+    """Each data set's no-skill scores in a sentence, or None without them."""
     baselines = table.attrs.get("baselines") or {}
     if not baselines:
         return None
-    shown = ", ".join(f"{name} {value:.2f}" for name, value in sorted(baselines.items()))
-    return (
-        "Trivial baseline F1 (always positive for PI, the majority tag for POS, "
-        f"0 for NER and MRC): {shown}."
+    shown = "; ".join(
+        f"{name} " + ", ".join(f"{_SCORE_NAMES.get(k, k)} {v:.2f}" for k, v in scores.items())
+        for name, scores in sorted(baselines.items())
     )
+    return f"No-skill baselines ({NO_SKILL_RULES}): {shown}."
+
+
+def steps_line(table: pd.DataFrame) -> str | None:
+    """The optimiser steps per trial of each row in a sentence (one number where every
+    trial of the row ran as many; min/median/max otherwise), or None without them."""
+    spans = table.attrs.get("steps") or []
+    if not spans:
+        return None
+    shown = "; ".join(
+        f"{format_value(span['row'])} {_span(span['min'], span['median'], span['max'])}"
+        for span in spans
+    )
+    return f"Optimiser steps per trial (min/median/max): {shown}."
+
+
+def _span(low: int, median: int, high: int) -> str:
+    return str(low) if low == high else f"{low}/{median}/{high}"
 
 
 def tuned_line(table: pd.DataFrame) -> str | None:
@@ -153,18 +187,23 @@ def tuned_line(table: pd.DataFrame) -> str | None:
 
 def notes(table: pd.DataFrame) -> list[str]:
     """The lines under a table beyond its legend: each loss's tuned settings, the
-    trivial baselines, the collapsed trials and the failed ones, none of which are in
-    the cells' means."""
-    lines = [line for line in (tuned_line(table), baseline_line(table)) if line]
-    collapsed = table.attrs.get("collapsed") or []
-    if collapsed:
-        lines.append("Collapsed trials (left out of the means and the tests):")
-        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in collapsed]
+    optimiser steps, the no-skill baselines, the degenerate trials (in the means, left
+    out of the tests) and the failed ones."""
+    lines = [line for line in (tuned_line(table), steps_line(table), baseline_line(table)) if line]
+    degenerate = table.attrs.get("degenerate") or []
+    if degenerate:
+        lines.append(DEGENERATE_HEADING)
+        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in degenerate]
     failed = table.attrs.get("failed") or []
     if failed:
         lines.append("Failed trials (not in the table):")
         lines += [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
     return lines
+
+
+DEGENERATE_HEADING = (
+    "Degenerate trials (in their cells' means, marked, never bold; left out of the tests):"
+)
 
 
 def _cells(table: pd.DataFrame) -> pd.DataFrame:
@@ -182,6 +221,8 @@ def legend(table: pd.DataFrame) -> str:
     if attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
+    if attrs.get("degenerate_cells"):
+        text += " among the cells without degenerate trials"
     if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
         text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
     return text + "."
@@ -208,28 +249,61 @@ def to_markdown(table: pd.DataFrame) -> str:
     legend and the failed trials under it."""
     rows, columns, cells = cell_grid(table)
     shown = pd.DataFrame(
-        [[_markdown_cell(cell) for cell in line] for line in cells], index=rows, columns=columns
+        [[_markdown_cell(cell) for cell in line] for line in cells],
+        index=[_markdown_text(row) for row in rows],
+        columns=[_markdown_text(column) for column in columns],
     )
-    shown.index.name = table.attrs["rows_key"]
+    shown.index.name = _markdown_text(table.attrs["rows_key"])
     text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
     for line in notes(table):
-        text += ("\n" if line.startswith("- ") else "\n\n") + line
-    return text
+        text += ("\n" if line.startswith("- ") else "\n\n") + _markdown_text(line)
+    return text + budget_markdown(table)
 
 
 def _markdown_cell(cell: Cell) -> str:
     if not cell.text:
         return ""
-    return (f"**{cell.text}**" if cell.best else cell.text) + cell.mark
+    text = _markdown_text(cell.text)
+    return (f"**{text}**" if cell.best else text) + cell.mark
+
+
+def one_line(text: Any) -> str:
+    """``text`` on one line: every line break and control character a space (a name or
+    a failure's reason must not start a line of its own in any export)."""
+    return "".join(char if char.isprintable() else " " for char in str(text))
+
+
+def _markdown_text(text: Any) -> str:
+    """One line, a table cell's ``|`` escaped and no raw HTML (renderers show it)."""
+    escaped = one_line(text).replace("\\", "\\\\").replace("|", "\\|")
+    return escaped.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _failed_label(entry: Mapping[str, Any]) -> str:
     return f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def to_csv(table: pd.DataFrame) -> str:
-    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta."""
-    return str(long_form(table).to_csv(index=False))
+    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta and
+    ``degenerate`` (how many of the cell's seeds are, all in its mean). A text cell a
+    spreadsheet would run as a formula starts with ``'`` (OWASP's guard)."""
+    frame = long_form(table)
+    degenerate = table.attrs.get("degenerate_cells") or {}
+    keys = zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True)
+    frame["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
+    for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
+        frame[key] = frame[key].map(_csv_text)
+    return str(frame.to_csv(index=False))
+
+
+def _csv_text(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return f"'{value}"
+    return value
 
 
 def to_json(table: pd.DataFrame) -> str:
@@ -239,7 +313,7 @@ def to_json(table: pd.DataFrame) -> str:
     null); ``failed`` lists the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("significance") or {}
-    collapsed = attrs.get("collapsed_cells") or {}
+    degenerate = attrs.get("degenerate_cells") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
     cells = []
@@ -252,14 +326,14 @@ def to_json(table: pd.DataFrame) -> str:
                 "column": column,
                 **{stat: line[stat] for stat in STATS},
                 "p_value": None if p_value is None or math.isnan(p_value) else p_value,
-                "collapsed": int(collapsed.get((row, column), 0)),
+                "degenerate": int(degenerate.get((row, column), 0)),
             }
         )
     payload = {
         **{
             key: value
             for key, value in attrs.items()
-            if key not in ("significance", "collapsed_cells")  # in the cells instead
+            if key not in ("significance", "degenerate_cells")  # in the cells instead
         },
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
@@ -286,7 +360,7 @@ def _latex_escape(text: str) -> str:
         "^": r"\textasciicircum{}",
         "\\": r"\textbackslash{}",
     }
-    return "".join(special.get(char, char) for char in text)
+    return "".join(special.get(char, char) for char in one_line(text))
 
 
 def to_latex(table: pd.DataFrame) -> str:
@@ -296,6 +370,8 @@ def to_latex(table: pd.DataFrame) -> str:
     rows, columns, cells = cell_grid(table)
     title = str(table.attrs.get("title") or "dicesweep")
     caption = (f"{title}: " if table.attrs.get("title") else "") + legend(table)
+    steps = steps_line(table)
+    caption += f" {steps}" if steps else ""
     lines = [
         r"\begin{table}[t]",
         r"\centering",
@@ -315,7 +391,9 @@ def to_latex(table: pd.DataFrame) -> str:
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
-    lines += [f"% {line}" for line in notes(table)]
+    # One line each: a line break in a note (a failure's reason) would end the comment.
+    notes_and_curves = [*notes(table), *budget_lines(table)]
+    lines += [f"% {one_line(line)}" for line in notes_and_curves if line != steps]
     return "\n".join(lines) + "\n"
 
 
@@ -366,26 +444,26 @@ def to_html(table: pd.DataFrame) -> str:
     tuned = tuned_line(table)
     if tuned:
         text += f'<p class="tuned">{escape(tuned)}</p>'
+    steps = steps_line(table)
+    if steps:
+        text += f'<p class="steps">{escape(steps)}</p>'
     baselines = baseline_line(table)
     if baselines:
         text += f'<p class="baselines">{escape(baselines)}</p>'
-    collapsed = table.attrs.get("collapsed") or []
-    if collapsed:
+    degenerate = table.attrs.get("degenerate") or []
+    if degenerate:
         items = "".join(
             f"<li>{escape(_failed_label(e))}: {e['value']:.2f}, {escape(e['reason'])}</li>"
-            for e in collapsed
+            for e in degenerate
         )
-        text += (
-            "<p>Collapsed trials (left out of the means and the tests):</p>"
-            f'<ul class="collapsed">{items}</ul>'
-        )
+        text += f'<p>{escape(DEGENERATE_HEADING)}</p><ul class="degenerate">{items}</ul>'
     failed = table.attrs.get("failed") or []
     if failed:
         items = "".join(
             f"<li>{escape(_failed_label(e))}: {escape(str(e['reason']))}</li>" for e in failed
         )
         text += f'<p>Failed trials (not in the table):</p><ul class="failed">{items}</ul>'
-    return text
+    return text + budget_html(table)
 
 
 def _html_cell(cell: Cell) -> str:

@@ -1,7 +1,7 @@
 """A ``pivot_table`` result as a PNG plot (matplotlib's Agg, imported on first use):
 a heatmap of the cells (losses x variants) or lines over a loss parameter with ±std
 bands (Table 10: alpha x data sets). Titled with the metric, the data sets and the
-sweep's name."""
+sweep's name. The budget curves a table carries are drawn below it, in one figure."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from search_spaces.reports.budget import BUDGET_INCHES, budget_frame, draw_budget_curves
 from search_spaces.reports.formats import _cells, format_value, sort_key
 
 
@@ -38,6 +39,7 @@ def to_png(
     ``heatmap``: the means, rows × columns, each cell annotated (e.g. losses × variants).
     ``line``: the metric against the row values (a parameter), one line per column
     (e.g. ``param_alpha`` × data sets), the mean ± std shaded. None: ``plot_kind``.
+    A table carrying budget curves (``with_budget_curves``) has them drawn below.
 
     Raises:
         ValueError: an unknown ``kind``.
@@ -50,9 +52,15 @@ def to_png(
     kind = kind or plot_kind(table)
     if kind not in plots:
         raise ValueError(f"unknown plot kind {kind!r}; valid: {', '.join(plots)}")
-    figure = Figure(figsize=_figure_size(table, kind), layout="constrained")
+    width, height = _figure_size(table, kind)
+    if budget_frame(table).empty:
+        figure = Figure(figsize=(width, height), layout="constrained")
+        axes = figure.add_subplot()
+    else:  # the table's plot above its budget curves, in one figure
+        figure = Figure(figsize=(width, height + BUDGET_INCHES), layout="constrained")
+        axes, below = figure.subplots(2, 1, height_ratios=[height, BUDGET_INCHES])
+        draw_budget_curves(below, table)
     FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
     plots[kind](axes, table)
     axes.set_title(plot_title(table), fontsize=10)
     buffer = io.BytesIO()
@@ -110,10 +118,10 @@ def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
         for j, column in enumerate(cells.columns):
             red, green, blue, _ = image.cmap(image.norm(values[i, j]))
             # Dark text on light cells: perceived luminance (ITU-R BT.601 weights); a
-            # cell without a mean (every seed collapsed) is left white.
+            # cell without a mean is left white.
             luminance = 0.299 * red + 0.587 * green + 0.114 * blue
             dark = values[i, j] != values[i, j] or luminance > 0.5
-            text = cells.at[label, column].replace(" (", "\n(")
+            text = cells.at[label, column].replace(" (", "\n(").replace(" [", "\n[")
             axes.text(
                 j, i, text, ha="center", va="center", fontsize=7, color="black" if dark else "white"
             )
@@ -121,6 +129,7 @@ def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
 
 def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
     means, stds = _stat(table, "mean"), _stat(table, "std").fillna(0.0)
+    degenerate = table.attrs.get("degenerate_cells") or {}
     numeric = all(sort_key(value)[0] == 0 for value in means.index)
     xs = [float(v) for v in means.index] if numeric else list(range(len(means.index)))
     for column in means.columns:
@@ -133,6 +142,14 @@ def _draw_lines(axes: Any, table: pd.DataFrame) -> None:
             alpha=0.2,
             linewidth=0,
         )
+        # A point whose cell holds degenerate trials: a red ring around it.
+        flagged = [
+            (x, means.at[row, column])
+            for x, row in zip(xs, means.index, strict=True)
+            if (row, column) in degenerate
+        ]
+        if flagged:
+            axes.scatter(*zip(*flagged, strict=True), s=140, facecolors="none", edgecolors="red")
     if not numeric:
         axes.set_xticks(xs, [format_value(value) for value in means.index])
     axes.set_xlabel(str(table.attrs["rows_key"]).removeprefix("param_"))

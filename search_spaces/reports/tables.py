@@ -11,6 +11,7 @@ import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
+from search_spaces.sections import trial_training
 
 METRICS = (
     "eval_f1",
@@ -20,9 +21,20 @@ METRICS = (
     "eval_exact_match",
     "train_loss",
     "epoch",
-    # The sanity of a trial's result (``collapse_reason``).
+    "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
+    # What a trial predicts and its data set's no-skill rules score (``degenerate_reason``).
+    "eval_top_prediction_share",
+    "eval_positive_prediction_share",
     "eval_baseline_f1",
+    "eval_baseline_accuracy",
+    "eval_baseline_exact_match",
+    # Reported by trials before the prediction shares; read for them only.
     "eval_distinct_predictions",
+    # A binary set's scored class, its share of the training file and of the set trained
+    # on (after the variant and the cap): trainables.data.classes.
+    "positive_label",
+    "positive_share",
+    "train_positive_share",
 )
 
 
@@ -45,7 +57,8 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
     its ``stage`` (``tune`` or ``final``) and each tuned training setting as
     ``tuned_<setting>`` among them."""
     loss = config["loss"]
-    tuned = {f"tuned_{name}": config["training"][name] for name in config.get("tuned", [])}
+    training = trial_training(config)
+    tuned = {f"tuned_{name}": training[name] for name in config.get("tuned", [])}
     return {
         "loss": loss_label(loss),
         "loss_name": loss["name"],
@@ -213,44 +226,43 @@ def paper_table(
     """The table the paper would print of ``rows`` (finished trials): the paper's
     layout unless keys are given (``infer_layout``), the delta against ``ce`` where
     the rows are losses holding it, and the paired tests' marks; ``title`` (the sweep's
-    name) captions it. Collapsed trials (``collapse_reason``) are left out of the
-    means and the tests and listed with their reason (``attrs["collapsed"]``, counted
-    per cell in ``attrs["collapsed_cells"]``); each data set's trivial baseline is in
-    ``attrs["baselines"]``.
+    name) captions it.
+
+    Degenerate trials (``degenerate_reason``) stay in their cells' means, which the
+    renderers mark with the count (``attrs["degenerate_cells"]``) and never bold; they
+    are listed with their reason (``attrs["degenerate"]``) and left out of the paired
+    tests, whose marks say that the trials that learned differ. Each data set's
+    no-skill baselines are in ``attrs["baselines"]``.
 
     Raises:
         ValueError: what ``pivot_table`` raises.
     """
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
-    collapsed = rows.apply(lambda row: collapse_reason(row, metric), axis=1).dropna()
-    kept = rows.drop(index=collapsed.index)
-    baseline = "ce" if rows_key == "loss" and "ce" in set(kept["loss"]) else None
-    table = pivot_table(kept, rows_key, cols_key, metric=metric, baseline=baseline)
-    attrs = table.attrs
-    # Every label stays, a cell whose every seed collapsed included.
-    index, columns = ordered(rows[rows_key], baseline), ordered(rows[cols_key])
-    table = table.reindex(index=index, columns=pd.MultiIndex.from_product([columns, STATS]))
-    table.index.name, table.columns.names, table.attrs = rows_key, [cols_key, "stat"], attrs
-    if baseline is not None:
-        table = with_significance(table, paired_test(kept, rows_key, cols_key, metric, baseline))
+    degenerate = rows.apply(lambda row: degenerate_reason(row, metric), axis=1).dropna()
+    baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
+    table = pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)
+    learned = rows.drop(index=degenerate.index)
+    if baseline is not None and baseline in set(learned[rows_key]):
+        table = with_significance(table, paired_test(learned, rows_key, cols_key, metric, baseline))
     table.attrs["title"] = title
-    table.attrs["collapsed"] = [
-        {
-            **{key: rows.at[i, key] for key in COLLAPSED_KEYS[:3]},
-            "seed": int(rows.at[i, "seed"]),
-            "value": float(rows.at[i, metric]),
-            "reason": reason,
-        }
-        for i, reason in collapsed.items()
-    ]
-    table.attrs["collapsed"].sort(
-        key=lambda e: (str(e["loss"]), str(e["dataset"]), sort_key(e["variant"]), e["seed"])
+    table.attrs["degenerate"] = sorted(
+        (
+            {
+                **{key: rows.at[i, key] for key in DEGENERATE_KEYS[:3]},
+                "seed": int(rows.at[i, "seed"]),
+                "value": float(rows.at[i, metric]),
+                "reason": reason,
+            }
+            for i, reason in degenerate.items()
+        ),
+        key=lambda e: (str(e["loss"]), str(e["dataset"]), sort_key(e["variant"]), e["seed"]),
     )
-    table.attrs["collapsed_cells"] = (
-        rows.loc[collapsed.index].groupby([rows_key, cols_key]).size().to_dict()
+    table.attrs["degenerate_cells"] = (
+        rows.loc[degenerate.index].groupby([rows_key, cols_key]).size().to_dict()
     )
-    table.attrs["baselines"] = trivial_baselines(rows) if metric == "eval_f1" else {}
+    table.attrs["baselines"] = no_skill_baselines(rows)
+    table.attrs["steps"] = steps_per_row(rows, rows_key, list(table.index))
     table.attrs["tuned"] = tuned_settings(rows)
     return table
 
@@ -279,9 +291,19 @@ def _plain_number(value: Any) -> Any:
     return int(number) if number.is_integer() and abs(number) >= 1 else number
 
 
-COLLAPSED_KEYS = ("loss", "dataset", "variant", "seed", "value", "reason")
-BASELINE_METRIC = "eval_baseline_f1"  # what always-positive / the majority tag / nothing scores
-DISTINCT_METRIC = "eval_distinct_predictions"
+DEGENERATE_KEYS = ("loss", "dataset", "variant", "seed", "value", "reason")
+SHARE_METRIC = "eval_top_prediction_share"  # % of inputs given the commonest prediction
+POSITIVE_SHARE_METRIC = "eval_positive_prediction_share"  # PI: % of pairs called positive
+LEGACY_DISTINCT_METRIC = "eval_distinct_predictions"  # trials from before the shares
+# A near-constant predictor gives its commonest prediction to at least this percent of
+# the inputs (MRPC dev: 403 of 408 pairs, 98.8%, is; 92% is not) ...
+NEAR_CONSTANT_SHARE = 98.0
+# ... and any other prediction at less than this fraction of the rate the dev set has
+# other answers than its own commonest (so a tagger predicting O for 98.5% of the
+# words of a set that is 97% O is judged by its F1, not called constant).
+NEAR_CONSTANT_RATE = 0.1
+# Scores a no-skill rule gives (``eval_baseline_<name>``, reported by the trainable).
+BASELINE_SCORES = ("f1", "accuracy", "exact_match")
 
 
 def _number(value: Any) -> float | None:
@@ -292,28 +314,79 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def collapse_reason(metrics: Mapping[str, Any], metric: str = "eval_f1") -> str | None:
-    """Why a trial's final result says its model learned nothing, or None: its
-    predictions are constant (one class, tag or answer for every input), or its F1 is
-    at or below its data set's trivial baseline (always-positive F1 for paraphrase
-    identification, the majority tag for POS, 0 for NER and MRC), both reported by the
-    trial with its metrics."""
-    distinct = _number(metrics.get(DISTINCT_METRIC))
-    if distinct is not None and distinct <= 1:
-        return "constant predictions (the same for every input)"
-    baseline = _number(metrics.get(BASELINE_METRIC)) if metric == "eval_f1" else None
+def degenerate_reason(metrics: Mapping[str, Any], metric: str = "eval_f1") -> str | None:
+    """Why a trial's dev predictions show that its model learned nothing, or None.
+
+    Near-constant: it gives its commonest prediction (class, tag or answer) to at
+    least ``NEAR_CONSTANT_SHARE`` percent of the inputs, and other predictions at less
+    than ``NEAR_CONSTANT_RATE`` of the rate the dev set has them (its majority share is
+    the no-skill accuracy, ``eval_baseline_accuracy``, where the task reports it).
+    No skill: its ``metric`` is at or below what the data set's no-skill rule scores
+    on it (``eval_baseline_<name>``). Trials from before the prediction shares are
+    judged by the ``eval_distinct_predictions`` they reported (1: constant); a trial
+    that reported neither is judged by the no-skill rule alone, or not at all.
+    """
+    constant = _near_constant(metrics)
+    if constant is not None:
+        return constant
+    name = metric.removeprefix("eval_")
+    baseline = _number(metrics.get(f"eval_baseline_{name}")) if name in BASELINE_SCORES else None
     value = _number(metrics.get(metric))
     if baseline is not None and value is not None and value <= baseline + 1e-9:
-        return f"{metric} {value:.2f} at or below the trivial baseline {baseline:.2f}"
+        return f"{metric} {value:.2f} ≤ no-skill {baseline:.2f}"
     return None
 
 
-def trivial_baselines(rows: pd.DataFrame) -> dict[str, float]:
-    """Each data set's trivial baseline F1 (``BASELINE_METRIC``), as its trials report it."""
-    if BASELINE_METRIC not in rows or rows[BASELINE_METRIC].isna().all():
-        return {}
-    means = rows.dropna(subset=[BASELINE_METRIC]).groupby("dataset")[BASELINE_METRIC].mean()
-    return {str(name): float(value) for name, value in means.items()}
+def _near_constant(metrics: Mapping[str, Any]) -> str | None:
+    """``degenerate_reason``'s first test: the share of the commonest prediction."""
+    share = _number(metrics.get(SHARE_METRIC))
+    if share is None:
+        distinct = _number(metrics.get(LEGACY_DISTINCT_METRIC))
+        constant = distinct is not None and distinct <= 1
+        return "constant predictions (the same for every input)" if constant else None
+    majority = _number(metrics.get("eval_baseline_accuracy"))
+    other_rate = 100.0 - (majority if majority is not None else 0.0)
+    if share < NEAR_CONSTANT_SHARE or 100.0 - share >= NEAR_CONSTANT_RATE * other_rate:
+        return None
+    positive = _number(metrics.get(POSITIVE_SHARE_METRIC))
+    if positive is not None:  # paraphrase identification: which class, of the pairs
+        label = "positive" if positive >= 50.0 else "negative"
+        return f"predicts {label} for {max(positive, 100.0 - positive):.1f}% of pairs"
+    inputs = "questions" if "eval_baseline_exact_match" in metrics else "words"
+    return f"gives one prediction to {share:.1f}% of {inputs}"
+
+
+def no_skill_baselines(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Each data set's no-skill scores (``eval_baseline_<name>``, by ``name``), as its
+    trials report them; data sets whose trials report none are left out."""
+    scores: dict[str, dict[str, float]] = {}
+    for name in BASELINE_SCORES:
+        column = f"eval_baseline_{name}"
+        if column not in rows or "dataset" not in rows:
+            continue
+        means = rows.dropna(subset=[column]).groupby("dataset")[column].mean()
+        for dataset, value in means.items():
+            scores.setdefault(str(dataset), {})[name] = float(value)
+    return scores
+
+
+STEPS_METRIC = "optimizer_steps"
+
+
+def steps_per_row(rows: pd.DataFrame, rows_key: str, order: Iterable[Any]) -> list[dict[str, Any]]:
+    """The optimiser steps the trials of each table row ran, in the table's ``order``:
+    ``{"row", "min", "median", "max"}`` each, so a reader sees whether every loss trained
+    as long (early stopping ends some sooner); empty for trials from before the steps
+    were recorded."""
+    if STEPS_METRIC not in rows or rows[STEPS_METRIC].isna().all():
+        return []
+    steps = rows.dropna(subset=[STEPS_METRIC]).groupby(rows_key)[STEPS_METRIC]
+    spans = steps.agg(["min", "median", "max"])
+    return [
+        {"row": label, **{stat: int(spans.at[label, stat]) for stat in ("min", "median", "max")}}
+        for label in order
+        if label in spans.index
+    ]
 
 
 FAILED_KEYS = ("loss", "dataset", "variant", "seed", "reason")

@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 from sweep_service.api.auth import OwnerCache
 from sweep_service.api.deps import Services
 from sweep_service.api.errors import install_error_handlers
+from sweep_service.api.grid import PngRenderer
+from sweep_service.api.hardening import FailureLimit, SecurityHeaders
 from sweep_service.api.limits import BodySizeLimit
 from sweep_service.api.main import ROUTERS, route_templates
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
@@ -64,12 +66,15 @@ def create_app(
         tracking=tracking or MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri)),
         metrics=metrics,
         owners=OwnerCache(settings.auth_cache_s),
+        failures=FailureLimit(settings.sign_in_failures, settings.sign_in_window_s),
+        png=PngRenderer(),
     )
     install_error_handlers(app)
     app.add_exception_handler(SignInRequired, to_sign_in)
     # The last added runs first: metrics see every answer, 413s included.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
+    app.add_middleware(SecurityHeaders)
     for prefix, router in ROUTERS:
         app.include_router(router, prefix=prefix)
     mount_assets(app)

@@ -15,6 +15,7 @@ object: a revoked key, or the first key created, takes effect within that time.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -23,8 +24,11 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from sweep_service.api.errors import ApiError
+from sweep_service.api.hardening import FailureLimit, client_of
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import (
+    ApiKey,
+    AuthenticationError,
     ConflictError,
     NotFoundError,
     Owner,
@@ -104,19 +108,24 @@ class OwnerCache:
 
 
 def request_owner(
-    request: Request, session: Session, settings: ServiceSettings, cache: OwnerCache | None = None
+    request: Request,
+    session: Session,
+    settings: ServiceSettings,
+    cache: OwnerCache | None = None,
+    failures: FailureLimit | None = None,
 ) -> Caller:
     """The owner ``request`` acts for (from ``cache`` when it remembers the key).
 
     Raises:
         AuthenticationError: a wrong, unknown or revoked key.
-        ApiError: no key where one is required, or a malformed ``Authorization``.
+        ApiError: no key where one is required, or a malformed ``Authorization``;
+            ``too_many_failures`` when this client sent too many wrong keys lately.
     """
     key = presented_key(request)
     if cache is not None and (owner := cache.get(key)) is not None:
         return owner
     if key is not None:
-        owner = Caller.of(authenticate(session, key).owner)
+        owner = Caller.of(checked_key(session, key, client_of(request), failures).owner)
     elif settings.loopback and not api_keys_exist(session):
         owner = Caller.of(local_owner(session))
     else:
@@ -124,6 +133,27 @@ def request_owner(
     if cache is not None:
         cache.put(key, owner)
     return owner
+
+
+def checked_key(session: Session, key: str, client: str, failures: FailureLimit | None) -> ApiKey:
+    """The stored key ``key`` is, unless ``client`` sent too many wrong ones lately.
+
+    Raises:
+        AuthenticationError: a wrong, unknown or revoked key (counted against ``client``).
+        ApiError: ``too_many_failures``, with the seconds to wait.
+    """
+    wait = None if failures is None else failures.retry_after(client)
+    if wait is not None:
+        raise ApiError(
+            "too_many_failures",
+            f"too many wrong API keys from this client; retry in {math.ceil(wait)} s",
+        )
+    try:
+        return authenticate(session, key)
+    except AuthenticationError:
+        if failures is not None:
+            failures.failed(client)
+        raise
 
 
 def local_owner(session: Session) -> Owner:

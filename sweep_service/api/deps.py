@@ -16,6 +16,8 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
 from sweep_service.api.auth import Caller, OwnerCache, request_owner
+from sweep_service.api.grid import PngRenderer
+from sweep_service.api.hardening import FailureLimit
 from sweep_service.api.metrics import ApiMetrics
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
@@ -32,6 +34,8 @@ class Services:
     tracking: MlflowClient
     metrics: ApiMetrics
     owners: OwnerCache
+    failures: FailureLimit
+    png: PngRenderer
 
 
 def get_services(request: Request) -> Services:
@@ -77,7 +81,7 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def get_owner(request: Request, session: SessionDep, services: ServicesDep) -> Caller:
     """The authenticated owner (see ``auth``); raises what ``request_owner`` raises."""
-    owner = request_owner(request, session, services.settings, services.owners)
+    owner = request_owner(request, session, services.settings, services.owners, services.failures)
     # End the read transaction before the route waits on MLflow or Ray.
     session.commit()
     return owner

@@ -39,6 +39,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "invalid_transition": 409,  # e.g. cancelling a finished sweep
     "resubmission_limit": 409,
     "quota_exceeded": 429,
+    "too_many_failures": 429,  # wrong API keys from one client, too many in a window
     "authentication_failed": 401,
     "invalid_argument": 400,  # e.g. a page token no earlier page gave
     # The API's own.
@@ -85,6 +86,7 @@ class ErrorBody(BaseModel):
 COMMON_ERRORS: Final[dict[int, str]] = {
     400: "an unreadable body (not UTF-8, nested too deeply) or a page token no page gave",
     401: "no API key, or a wrong or revoked one",
+    429: "too many wrong API keys from this client lately (or a quota): retry later",
     422: "a body, query or header of the wrong shape: each field and the rule it breaks",
     503: "the store or MLflow does not answer; retry",
 }
@@ -119,9 +121,22 @@ def spec_loc(path: str) -> list[str | int]:
     return parts
 
 
+MAX_MESSAGE_CHARS = 1000  # of one issue: a refused value is quoted by a short prefix only
+
+
+def _bounded(message: str) -> str:
+    """``message`` cut to ``MAX_MESSAGE_CHARS``: a rule that quotes a huge value whole
+    (a loss name, a list) never echoes it back."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message)} characters)"
+
+
 def issue_details(issues: Sequence[SpecIssue]) -> list[dict[str, Any]]:
     """Each issue as ``{"loc", "msg", "type"}``, the shape of FastAPI's own 422s."""
-    return [{"loc": spec_loc(i.path), "msg": i.message, "type": "spec_rule"} for i in issues]
+    return [
+        {"loc": spec_loc(i.path), "msg": _bounded(i.message), "type": "spec_rule"} for i in issues
+    ]
 
 
 def error_response(
@@ -164,7 +179,7 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
         return error_response(error.code, error.body, error.headers)
     if isinstance(error, RequestValidationError):
         details = [
-            {"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+            {"loc": list(item["loc"]), "msg": _bounded(item["msg"]), "type": item["type"]}
             for item in error.errors()
         ]
         return error_response("invalid_request", details)

@@ -3,7 +3,11 @@ format a client asks for."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 
 import pandas as pd
@@ -11,7 +15,6 @@ import pandas as pd
 from search_spaces.reports import (
     METRICS,
     failed_trials,
-    final_rows,
     infer_layout,
     paper_table,
     to_csv,
@@ -21,10 +24,11 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
+from search_spaces.reports.budget import reported_rows, with_budget_curves
 from sweep_service.api.errors import ApiError
 
-# stage: a table holds stage 2 only (final_rows).
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stage"})
+# stage: a table holds stage 2 only (reported_rows).
+NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stage"})
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
 
@@ -94,16 +98,23 @@ def grid_of(
     rows_key: str | None = None,
     cols_key: str | None = None,
     metric: str = "eval_f1",
+    random_sampling: bool = False,
 ) -> pd.DataFrame:
     """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
-    or several, ``subject`` in messages), titled ``title``, the failed ones listed;
-    the stage-1 trials of a two-stage sweep are left out (``final_rows``).
+    or several, ``subject`` in messages), titled ``title``, the failed ones listed.
+    Stage-1 trials (``stage == "tune"``) are not in it: they give the budget curves it
+    carries, read as random draws where ``random_sampling`` (``stage_one_is_random``).
 
     Raises:
-        ApiError: ``no_results`` before any trial finished; what ``build_table`` raises.
+        ApiError: ``no_results`` before any trial (of the final stage) finished; what
+            ``build_table`` raises.
     """
-    trials = final_rows(trials)
-    table = build_table(finished_rows(trials, subject), rows_key, cols_key, metric, title)
+    finished = finished_rows(trials, subject)
+    reported = reported_rows(finished)
+    if reported.empty:
+        raise ApiError("no_results", f"{subject} has no finished final-stage trials yet")
+    table = build_table(reported, rows_key, cols_key, metric, title)
+    table = with_budget_curves(table, finished, random_sampling)
     return with_failures(table, failed_trials(trials))
 
 
@@ -125,9 +136,40 @@ def _check_columns(rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str
         raise ApiError("invalid_request", details)
 
 
+class PngRenderer:
+    """PNG grids drawn on one thread of their own, never on the request threads (a
+    drawing takes 0.1-0.5 s of CPU: a burst of them held every request thread and
+    slowed every other request to seconds), and kept by what they show: a table, and so
+    a sweep's state, drawn once is not drawn again; requests for the same one while it
+    is being drawn share the drawing. At most ``max_kept`` are kept, the oldest dropped."""
+
+    def __init__(self, max_kept: int = 64) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png-grid")
+        self._kept: OrderedDict[str, Future[bytes]] = OrderedDict()
+        self._max_kept = max_kept
+        self._lock = threading.Lock()
+        self.drawn = 0  # how many drawings were started (/metrics-style tally)
+
+    def png(self, table: pd.DataFrame) -> Future[bytes]:
+        """The PNG of ``table``, kept or being drawn; a failed drawing is not kept."""
+        key = hashlib.sha256(to_json(table).encode()).hexdigest()
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None and not (kept.done() and kept.exception() is not None):
+                self._kept.move_to_end(key)
+                return kept
+            self.drawn += 1
+            drawing = self._pool.submit(to_png, table)
+            self._kept[key] = drawing
+            while len(self._kept) > self._max_kept:
+                self._kept.popitem(last=False)
+            return drawing
+
+
 def render(table: pd.DataFrame, fmt: GridFormat) -> tuple[bytes, str]:
     """``table`` in ``fmt`` and its media type. PNG draws a heatmap, or lines against a
-    loss parameter when the rows are one (Table 10's kind)."""
+    loss parameter when the rows are one (Table 10's kind), with the budget curves
+    below where the table carries them."""
     if fmt is GridFormat.PNG:
         return to_png(table), MEDIA_TYPES[fmt]
     return _TEXT_RENDERERS[fmt](table).encode(), MEDIA_TYPES[fmt]

@@ -15,22 +15,26 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from search_spaces.checks import dataset_issues, model_issues, spec_size
-from search_spaces.errors import SpecError
+from search_spaces.errors import SpecError, SpecIssue
 from search_spaces.presets import resolve_spec
+from search_spaces.spec import SweepSpec
 from sweep_service.api.errors import ApiError
 from sweep_service.runner import Runner, job_id
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Sweep, SweepDraft, SweepStatus, transition_sweep
 
 
-def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any]) -> SweepDraft:
+def validate_submission(
+    settings: ServiceSettings, submitted: Mapping[str, Any], runner: Runner | None = None
+) -> SweepDraft:
     """What storing ``submitted`` would store, once it is validated.
 
     Raises:
         SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
             whose files are missing or not under ``settings.datasets_dir`` (local folders:
-            or ``settings.data_roots``), or a model that cannot be loaded: a folder
-            outside them or without its config, a hub id neither cached nor on the hub.
+            or another of ``data_roots``), or a model that cannot be loaded: a folder
+            outside them or without its config, a hub id neither cached nor on the hub;
+            resources per trial that no node of ``runner``'s cluster has.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
     resolved = resolve_spec(submitted, max_trials=settings.max_trials)
@@ -42,13 +46,47 @@ def validate_submission(settings: ServiceSettings, submitted: Mapping[str, Any])
             "(DICESWEEP_MAX_SPEC_BYTES)",
         )
     datasets_dir = _datasets_dir(settings)
-    roots = [datasets_dir, *settings.data_roots]
+    roots = data_roots(settings)
     issues = model_issues(resolved, datasets_dir, roots) + dataset_issues(
         resolved, datasets_dir, roots
     )
+    if runner is not None:
+        issues += resource_issues(resolved, runner.nodes())
     if issues:
         raise SpecError(issues)
     return SweepDraft.from_spec(submitted, resolved)
+
+
+def resource_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> list[SpecIssue]:
+    """An issue when no node of the cluster (``nodes``: each one's total resources;
+    None: unknown, nothing refused) has the CPUs and GPUs one trial asks for: refused
+    at submission, not after a driver started and waited on Ray."""
+    resources = spec.resources
+    wanted = {"CPU": resources.cpus_per_trial, "GPU": resources.gpus_per_trial}
+    if nodes is None or any(
+        all(node.get(kind, 0.0) >= amount for kind, amount in wanted.items()) for node in nodes
+    ):
+        return []
+    field = "gpus_per_trial" if resources.gpus_per_trial > 0 else "cpus_per_trial"
+    has = "; ".join(
+        f"{node.get('CPU', 0.0):g} CPUs, {node.get('GPU', 0.0):g} GPUs" for node in nodes
+    )
+    return [
+        SpecIssue(
+            f"resources.{field}",
+            f"a trial asks for {wanted['CPU']:g} CPUs and {wanted['GPU']:g} GPUs; no node of "
+            f"the cluster has them (its nodes: {has})",
+        )
+    ]
+
+
+def data_roots(settings: ServiceSettings) -> list[Path]:
+    """The folders a submission's local data set or model folder may lie in: the
+    data-sets folder, the home's ``datasets`` folder (always, so a folder copied there
+    is accepted by a running service whatever DICESWEEP_DATASETS_DIR says) and
+    ``settings.data_roots``; each once, in that order."""
+    candidates = [_datasets_dir(settings), settings.home / "datasets", *settings.data_roots]
+    return list(dict.fromkeys(candidates))
 
 
 def _datasets_dir(settings: ServiceSettings) -> Path:

@@ -174,6 +174,11 @@ class TrialPublic(BaseModel):
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"
+    # Its latest dev predictions show it learned nothing: e.g. "predicts positive for
+    # 99.3% of pairs" (search_spaces.reports.tables.degenerate_reason); never the best.
+    degenerate_reason: str | None = None
+    # FINISHED only: why it stopped: epochs, max_steps, early_stopping or scheduler
+    stop_reason: str | None = None
     mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)
 
 

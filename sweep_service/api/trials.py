@@ -13,7 +13,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from search_spaces.reports import METRICS
+from search_spaces.reports import METRICS, degenerate_reason
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
@@ -36,17 +36,28 @@ def from_mlflow(read: Callable[[], T]) -> T:
         raise ApiError("tracking_unavailable", f"MLflow did not answer: {error.message}") from error
 
 
-def sweep_trials(client: MlflowClient, sweep_id: str) -> pd.DataFrame:
-    """The trial rows of ``sweep_id`` (``results.trial_rows``), or an empty frame with
-    the order columns when the sweep has none yet.
+def sweep_trials(client: MlflowClient, sweep: Sweep) -> pd.DataFrame:
+    """The trial rows of ``sweep`` (``results.trial_rows``), or an empty frame with the
+    order columns when it has none yet. A finished sweep's come from the store, as they
+    were when it ended (``Sweep.trial_rows``), so they are served while MLflow is away.
 
     Raises:
         ApiError: ``tracking_unavailable``.
     """
+    if sweep.trial_rows is not None:
+        return pd.DataFrame(sweep.trial_rows, columns=_columns(sweep.trial_rows))
     try:
-        return from_mlflow(lambda: trial_rows(client, sweep_id))
+        return from_mlflow(lambda: trial_rows(client, sweep.id))
     except SweepNotFoundError:
         return pd.DataFrame(columns=[*TRIAL_ORDER, "status"])
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every column of ``rows`` in first-seen order, the order columns included."""
+    columns = dict.fromkeys([*TRIAL_ORDER, "status"])
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+    return list(columns)
 
 
 def trial_counts(sweep: Sweep) -> TrialCounts:
@@ -172,6 +183,8 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         params=params,
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
+        degenerate_reason=degenerate_reason(metrics),
+        stop_reason=None if _missing(row.get("stop_reason")) else row["stop_reason"],
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
 

@@ -36,6 +36,9 @@ class TrialProgress:
     best_trial: dict[str, Any] | None = None
     mlflow_experiment_id: str | None = None
     mlflow_parent_run_id: str | None = None
+    # Every trial's row (``sweep_service.results.trial_rows``, JSON-safe), kept once
+    # the sweep has finished; None: not read.
+    rows: list[dict[str, Any]] | None = None
     tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
 
 
@@ -142,7 +145,8 @@ def record_progress(
     session: Session, sweep_id: str, progress: TrialProgress, *, now: datetime | None = None
 ) -> Sweep:
     """Store ``progress`` as sweep ``sweep_id``'s, committed, stamped ``trials_synced_at``;
-    the MLflow ids are kept when ``progress`` has none. The status is not touched.
+    the MLflow ids are kept when ``progress`` has none. A finished sweep also keeps
+    ``progress.rows``, its trials as they ended. The status is not touched.
 
     Raises:
         NotFoundError: no such sweep.
@@ -156,6 +160,8 @@ def record_progress(
         sweep.tuning = progress.tuning
         sweep.mlflow_experiment_id = progress.mlflow_experiment_id or sweep.mlflow_experiment_id
         sweep.mlflow_parent_run_id = progress.mlflow_parent_run_id or sweep.mlflow_parent_run_id
+        if sweep.status.is_finished() and progress.rows is not None:
+            sweep.trial_rows = progress.rows
         sweep.trials_synced_at = now or utc_now()
     return sweep
 

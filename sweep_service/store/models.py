@@ -220,6 +220,9 @@ class Sweep(Base):
     # A two-stage sweep's stage and chosen settings (``progress.tuning_state``); null without.
     tuning: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     trials_synced_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # A finished sweep's trial rows as MLflow last showed them (``record_progress``):
+    # its table and trials stay readable while MLflow is away.
+    trial_rows: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -18,15 +18,16 @@ from fastapi import APIRouter, Depends, Form, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from sweep_service.api.auth import KEY_COOKIE, Caller
+from search_spaces.reports.budget import stage_one_is_random
+from sweep_service.api.auth import KEY_COOKIE, Caller, checked_key
 from sweep_service.api.deps import ServicesDep, SessionDep, get_owner
 from sweep_service.api.errors import ApiError
+from sweep_service.api.hardening import client_of, same_origin
 from sweep_service.api.trials import experiment_base, mlflow_links, sweep_trials
 from sweep_service.store import (
     AuthenticationError,
     NotFoundError,
     Sweep,
-    authenticate,
     get_sweep,
     list_sweeps,
 )
@@ -135,10 +136,10 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
     experiment = experiment_base(services.settings.mlflow_ui, sweep)
     tracking_problem = None
     try:
-        rows = sweep_trials(services.tracking, sweep.id)
+        rows = sweep_trials(services.tracking, sweep)
     except ApiError as error:
         rows, tracking_problem = pd.DataFrame(columns=["status"]), str(error.body)
-    grid = grid_html(rows, metric, sweep.name)
+    grid = grid_html(rows, metric, sweep.name, stage_one_is_random(sweep.resolved_spec))
     return {
         "sweep": sweep,
         "progress": Progress.from_rows(rows, sweep.trial_count),
@@ -164,15 +165,24 @@ def sign_in_form(request: Request, then: Annotated[str, Query(alias="next")] = "
 def sign_in(
     request: Request,
     session: SessionDep,
+    services: ServicesDep,
     key: Annotated[str, Form(max_length=200)],
     then: Annotated[str, Form(alias="next", max_length=2000)] = "/",
 ) -> Response:
-    """Check the key; keep it in the cookie and go on to ``next`` (a path here)."""
+    """Check the key; keep it in the cookie and go on to ``next`` (a path here). A post
+    from another site's page is refused (it would sign the browser in to its key), and
+    so is a client that sent too many wrong keys lately."""
+    if not same_origin(request):
+        context = {"next": "/", "error": "Sign in from this service's own page."}
+        return _render(request, "login.html", context, status.HTTP_403_FORBIDDEN)
     try:
-        authenticate(session, key.strip())
+        checked_key(session, key.strip(), client_of(request), services.failures)
     except AuthenticationError:
         context = {"next": _local(then), "error": "That key is wrong or revoked."}
         return _render(request, "login.html", context, status.HTTP_401_UNAUTHORIZED)
+    except ApiError as refused:  # too many wrong keys
+        context = {"next": _local(then), "error": str(refused.body)}
+        return _render(request, "login.html", context, status.HTTP_429_TOO_MANY_REQUESTS)
     response = RedirectResponse(_local(then), status_code=status.HTTP_303_SEE_OTHER)
     response.set_cookie(
         KEY_COOKIE,
@@ -180,9 +190,15 @@ def sign_in(
         max_age=COOKIE_MAX_AGE_S,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=_secure(request, services.settings.public_url),
     )
     return response
+
+
+def _secure(request: Request, public_url: str | None) -> bool:
+    """Whether the cookie is ``Secure``: the browser came over https, as the request
+    (a trusted proxy's ``X-Forwarded-Proto`` counted) or the public URL says."""
+    return request.url.scheme == "https" or (public_url or "").startswith("https://")
 
 
 @router.post("/logout")

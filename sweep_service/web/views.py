@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from search_spaces.reports import to_html
+from search_spaces.reports import degenerate_reason, to_html
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
 from sweep_service.api.trials import run_url, trial_counts
@@ -58,9 +58,12 @@ class TrialLine:
     label: str  # e.g. "dsc(alpha=0.3) seed=1 mrpc/original"
     status: str  # MLflow's: RUNNING, FINISHED, FAILED, KILLED
     epoch: float | None
+    steps: int | None  # optimiser steps run, at the last evaluation
     metric: float | None
     failure_reason: str | None
+    stop_reason: str | None  # e.g. "early_stopping", once FINISHED
     mlflow_url: str | None
+    degenerate_reason: str | None = None  # why its predictions show it learned nothing
 
 
 def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list[TrialLine]:
@@ -72,9 +75,12 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
             label=trial_label(row),
             status=str(row["status"]),
             epoch=_number(row.get("epoch")),
+            steps=_whole(row.get("optimizer_steps")),
             metric=_number(row.get(metric)),
             failure_reason=_text(row.get("failure_reason")),
+            stop_reason=_text(row.get("stop_reason")),
             mlflow_url=run_url(experiment, str(row["run_id"])) if experiment else None,
+            degenerate_reason=degenerate_reason(row, metric),
         )
         for row in rows.to_dict(orient="records")
     ]
@@ -95,12 +101,17 @@ def trial_label(row: dict[str, Any]) -> str:
     return f"{label} · tune {tried}"
 
 
-def grid_html(rows: pd.DataFrame, metric: str, title: str) -> str | None:
+def grid_html(
+    rows: pd.DataFrame, metric: str, title: str, random_sampling: bool = False
+) -> str | None:
     """The paper-shaped table of the finished trials in ``rows`` as an HTML fragment:
     mean ± std over seeds, Δ against CE with the paired tests' marks, the best per
-    column in bold, failed trials listed under it; None before any trial finished."""
+    column in bold, failed trials listed under it, and the budget curves of stage 1
+    where the sweep tuned (``random_sampling``: whether stage 1 drew at random); None
+    before any trial finished."""
     try:
-        return to_html(grid_of(rows, "the sweep", title, metric=metric))
+        table = grid_of(rows, "the sweep", title, metric=metric, random_sampling=random_sampling)
+        return to_html(table)
     except ApiError:  # no finished trial yet, or none reports the metric
         return None
 
@@ -114,6 +125,11 @@ def _number(value: Any) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return float(value)
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
 
 
 def _text(value: Any) -> str | None:

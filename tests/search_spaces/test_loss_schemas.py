@@ -22,9 +22,22 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
     "ce": {},
     "wce": {"k": 1.0},
     "focal": {"gamma": 2.0},
-    "dice": {"smooth": 1.0, "square": True, "scope": "example", "classes": "mean"},
+    "dice": {
+        "smooth": 1.0,
+        "square": True,
+        "scope": "example",
+        "classes": "mean",
+        "ohem_ratio": 0.0,
+    },
     "tversky": {"alpha": 0.5, "beta": 0.5, "smooth": 1.0, "scope": "example", "classes": "mean"},
-    "dsc": {"alpha": 1.0, "smooth": 1.0, "square": False, "scope": "example", "classes": "mean"},
+    "dsc": {
+        "alpha": 1.0,
+        "smooth": 1.0,
+        "square": False,
+        "scope": "example",
+        "classes": "mean",
+        "ohem_ratio": 0.0,
+    },
 }
 
 
@@ -83,9 +96,11 @@ def test_validate_a_whole_spec() -> None:
         ({"name": "bce"}, "unknown loss 'bce'; valid: ce, dice, dsc, focal, tversky, wce"),
         (
             {"name": "dsc", "beta": 0.5},
-            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, classes, scope, smooth, "
-            "square",
+            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, classes, ohem_ratio, "
+            "scope, smooth, square",
         ),
+        ({"name": "dice", "ohem_ratio": -0.1}, "dice.ohem_ratio: Input should be greater than"),
+        ({"name": "dsc", "ohem_ratio": True}, "dsc.ohem_ratio: Input should be a valid number"),
         ({"name": "tversky", "beta": 2}, "tversky.beta: Input should be less than or equal to 1"),
         ({"name": "dice", "scope": "batch"}, "dice.scope: Input should be 'example' or 'set'"),
         ({"name": "wce", "class_counts": [5]}, "class_counts needs one count per class (>= 2)"),

@@ -24,9 +24,13 @@ CONTRACT_KEYS = [
     "loss",
     "seed",
     "training",
+    "metric",
 ]
 TRAINING_KEYS = {
     "epochs",
+    "max_steps",
+    "early_stopping_patience",
+    "min_delta",
     "learning_rate",
     "batch_size",
     "max_seq_length",
@@ -70,8 +74,8 @@ def test_grid_param_space_of_table8() -> None:
     assert space["sweep_id"] == "sweep-1"
     assert space["dataset"] == "mrpc"
     assert space["variant"] == {"grid_search": list(spec.task.variant)}
-    assert space["positive_label"] == 1  # the preset names MRPC's scored class
-    assert space["model"] == "bert-base-uncased"
+    assert space["positive_label"] is None  # left to each trial: its training file's minority
+    assert space["model"] == "bert-base-cased"
     assert space["loss"] == {"grid_search": expand_losses(spec)}
     assert space["seed"] == {"grid_search": [0, 1, 2]}
     assert set(space["training"]) == TRAINING_KEYS
@@ -188,3 +192,18 @@ def test_per_loss_scheduler_keeps_one_scheduler_per_loss_name() -> None:
 
 def test_trial_resources() -> None:
     assert tune_search.trial_resources(get_preset("table8")) == {"cpu": 1.0, "gpu": 1.0}
+
+
+def test_asha_over_max_steps_has_no_horizon_in_epochs() -> None:
+    # With max_steps the number of evaluations depends on the data's size, unknown here:
+    # an epoch count as ASHA's horizon would stop trials at a wrong rung, so it has none.
+    spec = resolve_spec(
+        {
+            "extends": "smoke",
+            "training": {"epochs": 1, "max_steps": 200},
+            "scheduler": {"kind": "asha", "grace_period": 2, "per_loss": False},
+        }
+    )
+    scheduler = tune_search.build_scheduler(spec)
+    assert scheduler._max_t == tune_search.MAX_EVALUATIONS
+    assert tune_search.to_param_space(spec)["metric"] == spec.search.metric

@@ -168,7 +168,8 @@ def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
 
 def test_csv_parses_back(table: pd.DataFrame) -> None:
     parsed = pd.read_csv(io.StringIO(to_csv(table)))
-    assert list(parsed.columns) == ["loss", "variant", "mean", "std", "count", "delta"]
+    columns = ["loss", "variant", "mean", "std", "count", "delta", "degenerate"]
+    assert list(parsed.columns) == columns
     dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
     assert dsc[["mean", "count", "delta"]].iloc[0].tolist() == [83.0, 3.0, 1.0]
     assert len(parsed) == 6
@@ -204,7 +205,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "count": 3,
         "delta": None,
         "p_value": None,
-        "collapsed": 0,
+        "degenerate": 0,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
 
@@ -360,3 +361,44 @@ def test_a_heatmap_of_long_loss_labels_wraps_them_and_grows_to_fit() -> None:
     many = to_png(pivot_table(rows, "loss", "dataset"))
     (few_width, few_height), (width, height) = (Image.open(io.BytesIO(p)).size for p in (few, many))
     assert width >= few_width and height > few_height  # each row keeps its room
+
+
+def test_rows_carry_the_optimiser_steps_and_tables_show_them_per_row() -> None:
+    config = {
+        "dataset": "mrpc",
+        "variant": "original",
+        "loss": {"name": "ce"},
+        "seed": 0,
+    }
+    assert (
+        row_from_trial(config, {"eval_f1": 80.0, "optimizer_steps": 460})["optimizer_steps"] == 460
+    )
+    # ce ran 460 steps on every seed; dsc stopped early on two (120, 300) of three.
+    steps = {"ce": [460, 460, 460], "dsc(alpha=0.1)": [120, 460, 300]}
+    rows = pd.DataFrame(
+        [
+            {
+                "loss": loss,
+                "loss_name": loss.split("(")[0],
+                "dataset": "mrpc",
+                "variant": "original",
+                "seed": seed,
+                "eval_f1": 80.0 + seed,
+                "optimizer_steps": float(value),  # MLflow keeps every metric as a float
+            }
+            for loss, values in steps.items()
+            for seed, value in enumerate(values)
+        ]
+    )
+    table = paper_table(rows)
+    assert table.attrs["steps"] == [
+        {"row": "ce", "min": 460, "median": 460, "max": 460},
+        {"row": "dsc(alpha=0.1)", "min": 120, "median": 300, "max": 460},
+    ]
+    line = "Optimiser steps per trial (min/median/max): ce 460; dsc(alpha=0.1) 120/300/460."
+    assert line in to_markdown(table)
+    assert line in to_html(table)
+    assert r"ce 460; dsc(alpha=0.1) 120/300/460.}" in to_latex(table)  # in the caption
+    assert json.loads(to_json(table))["steps"][1] == table.attrs["steps"][1]
+    # Trials from before the steps were recorded: no line.
+    assert "Optimiser steps" not in to_markdown(paper_table(rows.drop(columns="optimizer_steps")))

@@ -44,7 +44,8 @@ INVALID = {
     "parameter of another loss": (
         {"search_space": losses({"name": "ce"}, {"name": "dsc", "gamma": 2})},
         "search_space.losses[1].gamma",
-        "loss 'dsc' has no parameter 'gamma'; valid: alpha, classes, scope, smooth, square",
+        "loss 'dsc' has no parameter 'gamma'; "
+        "valid: alpha, classes, ohem_ratio, scope, smooth, square",
     ),
     "parameter of no loss": (
         {"search_space": losses({"name": "dsc", "temperature": 2})},
@@ -234,6 +235,26 @@ INVALID = {
         "asha with grace_period 3 can stop nothing in 3 epochs",
     ),
     "bad name": ({"name": "my sweep!"}, "name", "String should match pattern"),
+    "no steps": (
+        {"training": {"max_steps": 0}},
+        "training.max_steps",
+        "Input should be greater than or equal to 1",
+    ),
+    "no patience": (
+        {"training": {"early_stopping_patience": 0}},
+        "training.early_stopping_patience",
+        "Input should be greater than or equal to 1",
+    ),
+    "min_delta without early stopping": (
+        {"training": {"min_delta": 0.5}},
+        "training.min_delta",
+        "min_delta applies to early stopping: set early_stopping_patience too",
+    ),
+    "a negative min_delta": (
+        {"training": {"min_delta": -1.0, "early_stopping_patience": 2}},
+        "training.min_delta",
+        "Input should be greater than or equal to 0",
+    ),
 }
 
 
@@ -385,6 +406,9 @@ def test_expand_losses_refuses_a_sampled_search() -> None:
         ({"training": {"learning_rate": 1e-320}}, "training.learning_rate"),
         ({"training": {"grad_clip": 1e300}}, "training.grad_clip"),
         ({"training": {"eval_every_steps": 10**12}}, "training.eval_every_steps"),
+        ({"training": {"max_steps": 10**12}}, "training.max_steps"),
+        ({"training": {"early_stopping_patience": 10**9}}, "training.early_stopping_patience"),
+        ({"training": {"min_delta": 1e9, "early_stopping_patience": 2}}, "training.min_delta"),
         ({"resources": {"cpus_per_trial": 1e6}}, "resources.cpus_per_trial"),
         ({"resources": {"max_concurrent_trials": 10**9}}, "resources.max_concurrent_trials"),
         ({"max_failures": 10**9}, "max_failures"),

@@ -32,7 +32,7 @@ from sweep_service.runner import JobState
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Sweep
 
-INSTALLED = ("mrpc",)  # the data sets whose trial files the generated folder holds
+INSTALLED = ("mrpc", "ud_en_ewt")  # the data sets whose trial files the generated folder holds
 
 
 @dataclass
@@ -41,6 +41,7 @@ class FakeRunner:
 
     submitted: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+    cluster: list[dict[str, float]] | None = None  # its nodes' resources; None: unknown
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
         self.submitted.append(job)
@@ -50,6 +51,9 @@ class FakeRunner:
 
     def stop(self, job: str) -> None:
         self.stopped.append(job)
+
+    def nodes(self) -> list[dict[str, float]] | None:
+        return self.cluster
 
 
 @dataclass
@@ -75,6 +79,7 @@ class FakeTrial:
     status: str = "FINISHED"
     eval_f1: float | None = None
     reason: str | None = None  # a failed trial's reason, tagged as the driver tags it
+    metrics: dict[str, float] = field(default_factory=dict)  # more final metrics
 
 
 @pytest.fixture(scope="session")
@@ -169,9 +174,9 @@ def write_trials(client: MlflowClient, sweep_id: str, trials: Sequence[FakeTrial
     for index, trial in enumerate(trials):
         run = client.create_run(experiment, tags=_trial_tags(sweep_id, f"t{index}", trial))
         run_id = str(run.info.run_id)
-        metrics = []
-        if trial.eval_f1 is not None:
-            metrics = [Metric("eval_f1", trial.eval_f1, int(time.time() * 1000), 0)]
+        now = int(time.time() * 1000)
+        values = {**trial.metrics, **({} if trial.eval_f1 is None else {"eval_f1": trial.eval_f1})}
+        metrics = [Metric(key, value, now, 0) for key, value in values.items()]
         client.log_batch(run_id, params=_trial_params(trial), metrics=metrics)
         if trial.status != "RUNNING":
             client.set_terminated(run_id, trial.status)

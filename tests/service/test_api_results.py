@@ -82,6 +82,18 @@ def test_trials_come_in_pages_in_a_stable_order(api: Api, tracked: Tracked) -> N
     assert trials[4]["failure_reason"] == "diverged at step 7 (training loss nan)"
 
 
+def test_a_trial_shows_the_optimiser_steps_it_ran_and_why_it_stopped(
+    api: Api, tracked: Tracked, tracking: MlflowClient
+) -> None:
+    tracking.log_metric(tracked.run_ids[2], "optimizer_steps", 460)
+    tracking.set_tag(tracked.run_ids[2], "dicesweep.stop_reason", "early_stopping")
+    trials = api.client.get(f"{tracked.path}/trials", headers=tracked.headers).json()["data"]
+    dsc = trials[2]
+    assert dsc["metrics"] == {"eval_f1": 84.0, "optimizer_steps": 460.0}
+    assert dsc["stop_reason"] == "early_stopping"
+    assert trials[0]["stop_reason"] is None  # written before steps were recorded
+
+
 def test_trials_of_a_sweep_without_runs_are_an_empty_page(api: Api) -> None:
     created = api.client.post("/v1/sweeps", json={"extends": "smoke"}).json()
     page = api.client.get(f"/v1/sweeps/{created['id']}/trials").json()
@@ -167,7 +179,7 @@ def test_a_grid_without_finished_trials_is_a_conflict(
     untracked = api.client.get(f"/v1/sweeps/{sweep.id}/grid", headers=headers)
     assert untracked.status_code == 409
     assert untracked.json() == {
-        "detail": f"no trials found for sweep {sweep.id!r}",
+        "detail": f"sweep {sweep.id!r} has no finished trials yet",
         "code": "no_results",
     }
     write_trials(tracking, sweep.id, [FakeTrial({"name": "ce"}, status="RUNNING", eval_f1=50.0)])

@@ -107,7 +107,9 @@ def test_a_data_set_path_leaving_the_folder_is_refused_without_showing_paths(
 ) -> None:
     escaping = {"train": "../outside/train.tsv", "eval": "mrpc/dev.tsv"}
     monkeypatch.setitem(DATASETS, "mrpc", dataclasses.replace(DATASETS["mrpc"], files=escaping))
-    refused = api.client.post("/v1/sweeps", json={"extends": "smoke"})
+    refused = api.client.post(
+        "/v1/sweeps", json={**SMOKE, "task": {"kind": "pi", "dataset": "mrpc"}}
+    )
     assert refused.status_code == 422
     [issue] = refused.json()["detail"]
     assert issue["loc"] == ["body", "task", "dataset", 0]
@@ -238,6 +240,39 @@ def test_a_local_data_set_under_the_data_roots_is_accepted(
     assert stored_sweeps(session_factory) == 3
 
 
+def test_a_folder_under_the_homes_datasets_folder_is_accepted_laid_out_as_conll2003(
+    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+) -> None:
+    """The home's ``datasets`` folder is a root even where DICESWEEP_DATASETS_DIR points
+    elsewhere (as ``make demo`` sets it): a folder copied there needs no restart. The
+    CoNLL-2003 layout (``train.txt``, ``valid.txt``, ``test.txt``) is read as it is."""
+    api = make_api(home=tmp_path / "home")
+    assert api.settings.datasets_dir != tmp_path / "home" / "datasets"
+    folder = tmp_path / "home" / "datasets" / "my_ner"
+    folder.mkdir(parents=True)
+    for name in ("train.txt", "valid.txt", "test.txt"):
+        (folder / name).write_text(
+            "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+        )
+    accepted = api.client.post("/v1/sweeps", json=_own_spec(str(folder)))
+    assert accepted.status_code == 201, accepted.text
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_folder_outside_the_roots_is_refused_naming_the_roots_checked(
+    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(home=tmp_path / "home", data_roots=[tmp_path / "team"])
+    outside = _own_data(tmp_path / "outside")
+    refused = api.client.post("/v1/sweeps", json=_own_spec(str(outside)))
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
+    roots = [api.settings.datasets_dir, tmp_path / "home" / "datasets", tmp_path / "team"]
+    assert f"checked: {', '.join(str(root) for root in roots)};" in issue["msg"]
+    assert stored_sweeps(session_factory) == 0
+
+
 @pytest.mark.parametrize(
     ("where", "rule"),
     [
@@ -344,3 +379,33 @@ def test_an_uncached_hub_data_set_offline_is_refused_naming_its_field(
     assert issue["loc"] == ["body", "task", "dataset", 0, "hub"]
     assert "the hub is off (HF_HUB_OFFLINE=1)" in issue["msg"]
     assert stored_sweeps(session_factory) == 0
+
+
+# --- resources the cluster has --------------------------------------------------------
+
+
+def test_a_trial_no_node_can_hold_is_refused_at_submission_naming_what_the_cluster_has(
+    api: Api, session_factory: sessionmaker[Session]
+) -> None:
+    """A GPU preset on a CPU-only cluster is a 422 when it is submitted, not a driver
+    that fails after Ray started."""
+    api.runner.cluster = [{"CPU": 2.0, "memory": 8e9}]
+    refused = api.client.post("/v1/sweeps", json={**SMOKE, "resources": {"gpus_per_trial": 1}})
+    assert refused.status_code == 422
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "resources", "gpus_per_trial"]
+    assert issue["msg"] == (
+        "a trial asks for 1 CPUs and 1 GPUs; no node of the cluster has them "
+        "(its nodes: 2 CPUs, 0 GPUs)"
+    )
+    too_wide = api.client.post("/v1/sweeps", json={**SMOKE, "resources": {"cpus_per_trial": 4}})
+    assert too_wide.json()["detail"][0]["loc"] == ["body", "resources", "cpus_per_trial"]
+    assert stored_sweeps(session_factory) == 0
+    # One node holding the whole trial is enough; a cluster that cannot say refuses nothing.
+    api.runner.cluster = [{"CPU": 2.0}, {"CPU": 8.0, "GPU": 1.0}]
+    on_the_gpu_node = {**SMOKE, "resources": {"gpus_per_trial": 1, "cpus_per_trial": 4}}
+    assert api.client.post("/v1/sweeps", json=on_the_gpu_node).status_code == 201
+    api.runner.cluster = None
+    unknown = {**SMOKE, "seeds": [5], "resources": {"gpus_per_trial": 1}}
+    assert api.client.post("/v1/sweeps", json=unknown).status_code == 201
+    assert stored_sweeps(session_factory) == 2

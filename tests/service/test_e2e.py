@@ -166,6 +166,14 @@ def check_smoke_sweep(service: Service) -> None:
     # Over the 128 KiB a single command-line argument may hold: the resolved spec
     # reaches the driver as a file in its job's working folder, not on its command line.
     description = "a long description " * 8_000
+    # The service asks its local head what its node has: a trial of 8 GPUs (the most a
+    # spec may ask) is refused at once, naming what the node has.
+    greedy = {"extends": "smoke", "resources": {"gpus_per_trial": 8}}
+    refused = service.http.post("/v1/sweeps", json=greedy)
+    assert refused.status_code == 422, refused.text
+    [issue] = refused.json()["detail"]
+    assert issue["loc"] == ["body", "resources", "gpus_per_trial"]
+    assert "no node of the cluster has them (its nodes: " in issue["msg"]
     created = service.http.post("/v1/sweeps", json={"extends": "smoke", "description": description})
     assert created.status_code == 201, created.text
     sweep_id = created.json()["id"]
@@ -194,6 +202,11 @@ def check_smoke_sweep(service: Service) -> None:
         grid = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": fmt})
         assert grid.status_code == 200, grid.text
         assert marker in grid.content[:200] or marker in grid.content, fmt
+    # A table that shows something: a number in every cell, no trial flagged.
+    table = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": "json"}).json()
+    assert len(table["cells"]) == 2, table
+    assert all(isinstance(cell["mean"], float) for cell in table["cells"]), table
+    assert table["degenerate"] == [] and not any(cell["degenerate"] for cell in table["cells"])
     runs = trial_runs(service.home, sweep_id)
     assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
     # The driver ran the spec the service resolved and stored, presets already applied.

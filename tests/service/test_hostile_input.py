@@ -23,9 +23,15 @@ def nested(depth: int) -> bytes:
     return b'{"extends": "smoke", "description": ' + b"[" * depth + b"]" * depth + b"}"
 
 
-def own_data(path: str) -> dict[str, Any]:
-    task = {"kind": "ner", "dataset": {"path": path, "format": "conll"}, "variant": "original"}
+def own_data(path: str, **fields: str) -> dict[str, Any]:
+    dataset = {"path": path, "format": "conll", **fields}
+    task = {"kind": "ner", "dataset": dataset, "variant": "original"}
     return {**SMOKE, "task": task}
+
+
+# A file outside the roots that links inside them point at: no refusal may quote it.
+SECRET_LINE = "root:x:0:0:secret-line-of-the-linked-file"
+LONG_PART = "a" * 256  # one byte over a file name's limit: ENAMETOOLONG when looked up
 
 
 def losses(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -52,6 +58,28 @@ HOSTILE: dict[str, Hostile] = {
     "model-system-file": Hostile({**SMOKE, "model": "/etc/passwd"}, 422, "model", "absolute"),
     "model-dotdot": Hostile({**SMOKE, "model": "../../../etc/passwd"}, 422, "model", "'..'"),
     "model-symlink": Hostile({**SMOKE, "model": "models/etc"}, 422, "model", "not under"),
+    # Files, not folders, linked out of the roots
+    "data-file-symlink": Hostile(
+        own_data("filelink"), 422, "task.dataset.0.path", "filelink/train.conll' is not under"
+    ),
+    "model-config-symlink": Hostile(
+        {**SMOKE, "model": "models/configlink"}, 422, "model", "config.json is not under"
+    ),
+    # Names no file system holds
+    "data-long-part": Hostile(
+        own_data(LONG_PART), 422, "task.dataset.0.LocalDataset.path", "255 bytes"
+    ),
+    "model-long-part": Hostile({**SMOKE, "model": f"models/{LONG_PART}"}, 422, "model", "255"),
+    "data-long-path": Hostile(
+        own_data("/".join(["a" * 200] * 30)), 422, "task.dataset.0.LocalDataset.path", "4096"
+    ),
+    # Names that break the exports' formats
+    "name-newline": Hostile(
+        own_data("conll", name="x\n\\input{/etc/passwd}"),
+        422,
+        "task.dataset.0.LocalDataset.name",
+        "one line",
+    ),
     # Import-like names where the spec takes a name from a closed list
     "loss-import": Hostile(
         losses([{"name": "torch.nn.CrossEntropyLoss"}]),
@@ -167,6 +195,13 @@ def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
     (root / "models" / "etc").symlink_to("/etc")
     (tmp_path / "outside").mkdir()
     (root / "link").symlink_to(tmp_path / "outside")
+    secret = tmp_path / "outside" / "passwd"
+    secret.write_text(f"{SECRET_LINE}\n")
+    (root / "filelink").mkdir()
+    (root / "filelink" / "train.conll").symlink_to(secret)
+    (root / "filelink" / "dev.conll").write_text("EU B-ORG\n")
+    (root / "models" / "configlink").mkdir()
+    (root / "models" / "configlink" / "config.json").symlink_to(secret)
     loop = {"name": "loop", "extends": "loop"}
     looping = {**search_spaces.presets.shared_presets(), "loop": loop}
     monkeypatch.setattr(search_spaces.presets, "shared_presets", lambda: looping)
@@ -186,8 +221,23 @@ def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
     else:
         assert hostile.field == ""
         assert hostile.words in answer["detail"], answer
+    assert SECRET_LINE not in refused.text
+    assert len(refused.content) < 4096  # a short prefix of a bad value at most
     assert stored_sweeps(session_factory) == 0
     assert api.runner.submitted == []
+
+
+def test_a_huge_value_is_quoted_back_by_a_short_prefix_only(make_api: MakeApi) -> None:
+    # Seen: a 100 KB `extends` came back whole in the 422's message.
+    api = make_api(max_request_bytes=1_000_000)
+    for body in (
+        {"extends": "x" * 100_000},
+        losses([{"name": "x" * 100_000}]),
+        own_data("x" * 4000),
+    ):
+        refused = api.client.post("/v1/sweeps", json=body)
+        assert refused.status_code in (404, 422), refused.text
+        assert len(refused.content) < 4096, refused.text[:300]
 
 
 def test_a_nul_in_an_id_or_a_header_is_a_clean_4xx_on_every_store(

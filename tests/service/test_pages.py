@@ -60,6 +60,10 @@ def running_sweep(session: Session, alice: Owner, tracking: MlflowClient) -> tup
     parent = write_parent(tracking, sweep.id)
     run_ids = write_trials(tracking, sweep.id, TRIALS)
     tracking.log_metric(run_ids[-1], "epoch", 2.0)
+    tracking.log_metric(run_ids[-1], "optimizer_steps", 30)
+    # dsc seed=1 stopped early after 460 optimiser steps, as the driver tags it.
+    tracking.log_metric(run_ids[3], "optimizer_steps", 460)
+    tracking.set_tag(run_ids[3], "dicesweep.stop_reason", "early_stopping")
     progress = TrialProgress(
         running=1,
         done=4,
@@ -111,8 +115,11 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     answer = api.client.get(f"/sweeps/{sweep_id}")
     assert answer.status_code == 200
     html, text = answer.text, _text(answer.text)
-    # The running trial with its epoch and latest metric.
-    assert "focal(gamma=2) seed=1 mrpc/original 2 61.50" in text
+    # The running trial with its epoch, optimiser steps and latest metric.
+    assert "focal(gamma=2) seed=1 mrpc/original 2 30 61.50" in text
+    # A finished trial with its steps and why it stopped; the steps under the table.
+    assert "dsc(alpha=0.1) seed=1 mrpc/original finished 460 early stopping 87.00" in text
+    assert "Optimiser steps per trial (min/median/max): dsc(alpha=0.1) 460." in text
     # The table: mean ± std over seeds, the delta against ce; dsc's mean is the best.
     assert "81.00 ± 1.41" in text
     assert "85.50 ± 2.12 (+4.50)" in text
@@ -199,3 +206,53 @@ def test_the_api_docs_need_no_internet(api: Api, page: str, assets: list[str]) -
         served = api.client.get(url)
         assert served.status_code == 200 and len(served.content) > 100_000
     assert api.client.get("/openapi.json").json()["info"]["title"] == "dicesweep"
+
+
+# What MRPC dev's trials report: the no-skill scores and the share of each prediction.
+MRPC_DEV = {"eval_baseline_f1": 81.22, "eval_baseline_accuracy": 68.38}
+CONSTANT = {**MRPC_DEV, "eval_top_prediction_share": 99.3, "eval_positive_prediction_share": 99.3}
+LEARNED = {**MRPC_DEV, "eval_top_prediction_share": 80.0, "eval_positive_prediction_share": 80.0}
+
+
+def test_the_best_so_far_skips_degenerate_trials_and_says_when_none_learned(
+    signed_in: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    """Read from MLflow as the reconciler reads it: the API's best trial, the list page
+    and ``dicesweep submit --wait`` (which prints the API's) skip a near-constant
+    predictor however high its F1."""
+    from sweep_service.progress import read_progress
+
+    api, key = signed_in, create_api_key(session, alice.id).plain_key
+    sweeps = []
+    for name, trials in (
+        (
+            "some-learned",
+            [
+                FakeTrial({"name": "dsc", "alpha": 0.1}, seed=0, eval_f1=81.8, metrics=CONSTANT),
+                FakeTrial({"name": "ce"}, seed=0, eval_f1=81.5, metrics=LEARNED),
+            ],
+        ),
+        ("none-learned", [FakeTrial({"name": "ce"}, seed=0, eval_f1=81.8, metrics=CONSTANT)]),
+    ):
+        sweep = create_sweep(session, alice.id, make_draft(name, trials=2)).sweep
+        run_ids = write_trials(tracking, sweep.id, trials)
+        record_progress(session, sweep.id, read_progress(tracking, sweep.id))
+        sweeps.append((sweep.id, run_ids))
+    (some, some_runs), (none, _) = sweeps
+    best = api.client.get(f"/v1/sweeps/{some}", headers=bearer(key)).json()["best_trial"]
+    assert (best["run_id"], best["loss"], best["eval_f1"]) == (some_runs[1], "ce", 81.5)
+    assert api.client.get(f"/v1/sweeps/{none}", headers=bearer(key)).json()["best_trial"] is None
+    rows = {
+        match[0]: _text(match[1])
+        for match in re.findall(
+            r'href="/sweeps/([^"]+)">.*?</td>(.*?)</tr>', api.client.get("/").text, re.S
+        )
+    }
+    assert "81.50 ce seed=0" in rows[some] and "81.80" not in rows[some]
+    assert "none: no trial learned" in rows[none]
+    # The trial itself says why, in the API and on the sweep page.
+    trials = api.client.get(f"/v1/sweeps/{some}/trials", headers=bearer(key)).json()["data"]
+    reasons = {trial["loss"]: trial["degenerate_reason"] for trial in trials}
+    assert reasons == {"ce": None, "dsc(alpha=0.1)": "predicts positive for 99.3% of pairs"}
+    page = _text(api.client.get(f"/sweeps/{some}").text)
+    assert "dsc(alpha=0.1) seed=0 mrpc/original degenerate: predicts positive for 99.3%" in page

@@ -1,10 +1,13 @@
 """Secrets stay secret through a whole sweep: the API key, the store's database
-password and the Ray head's auth token appear in no log, no response, no MLflow param
-or tag, no job the Jobs API shows, and no process's command line, grepped after a
-real smoke sweep on ``dicesweep serve`` with a PostgreSQL store."""
+password, the Ray head's auth token and a Hugging Face token appear in no log, no
+response, no MLflow param or tag, no job the Jobs API shows, no file under the home
+but their own (the owner's only) and no process's command line, grepped after a real
+smoke sweep on ``dicesweep serve`` with a PostgreSQL store; a Ray token others may
+read is refused at start."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -17,6 +20,8 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy import URL
 
 from search_spaces.lineage import EXPERIMENT
+from sweep_service import serve
+from sweep_service.settings import ServiceSettings
 from tests.service.test_e2e import CLI, Service, wait
 
 pytestmark = pytest.mark.data
@@ -58,10 +63,18 @@ def test_no_secret_leaves_its_place_during_a_sweep(
         check=True,
     )
     api_key = created.stdout.strip()
+    hf_token = f"hf_{secrets.token_hex(16)}"
+    # Set for the service, as an operator would: the client's key, the hub's token.
+    service.env.update(DICESWEEP_API_KEY=api_key, HF_TOKEN=hf_token)
     service.start()
     try:
         ray_token = (short_home / "ray" / "auth_token").read_text().strip()
-        secret_values = {"API key": api_key, "database password": password, "Ray token": ray_token}
+        secret_values = {
+            "API key": api_key,
+            "database password": password,
+            "Ray token": ray_token,
+            "HF token": hf_token,
+        }
         headers = {"Authorization": f"Bearer {api_key}"}
         answers: list[str] = []
         listings: list[str] = []
@@ -90,6 +103,11 @@ def test_no_secret_leaves_its_place_during_a_sweep(
         assert jobs.status_code == 200, jobs.text
         assert sweep_id in jobs.text
         answers.append(jobs.text)
+        (job,) = [j for j in jobs.json() if j["submission_id"] == sweep_id]
+        job_env = job["runtime_env"]["env_vars"]
+        # The settings a driver needs, by name; the token as a file the trials read.
+        assert not {"DICESWEEP_API_KEY", "HF_TOKEN", "DICESWEEP_DATABASE_URL"} & set(job_env)
+        assert Path(job_env["HF_TOKEN_PATH"]).read_text() == hf_token
     finally:
         service.stop()
 
@@ -99,11 +117,53 @@ def test_no_secret_leaves_its_place_during_a_sweep(
     runs = client.search_runs([experiment.experiment_id])
     assert len(runs) == 3  # the sweep's parent run and its two trials
     tracked = "\n".join(f"{run.data.params}\n{run.data.tags}" for run in runs)
-    # The token's own file, readable by its owner only, is where it belongs.
-    kept = {short_home / "ray" / "auth_token"}
+    # The tokens' own files, readable by their owner only, are where they belong.
+    kept = {short_home / "ray" / "auth_token", short_home / "secrets" / "hf_token"}
     for name, value in secret_values.items():
         assert value not in "\n".join(answers), f"the {name} in an API answer"
         assert value not in "\n".join(listings), f"the {name} in the process list"
         assert value not in tracked, f"the {name} in MLflow"
         assert files_holding(short_home, value, kept) == [], f"the {name} in these files"
-    assert os.stat(short_home / "ray" / "auth_token").st_mode & 0o077 == 0  # the owner's only
+    for private in (short_home, short_home / "secrets", *kept, short_home / "mlflow.db"):
+        assert os.stat(private).st_mode & 0o077 == 0, f"{private} is not its owner's only"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640])
+def test_a_ray_token_others_may_read_is_refused_at_start(short_home: Path, mode: int) -> None:
+    token = short_home / "ray" / "auth_token"
+    token.parent.mkdir()
+    token.write_text(secrets.token_hex(32))
+    token.chmod(mode)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DICESWEEP_", "RAY_AUTH"))}
+    env.update(DICESWEEP_HOME=str(short_home), DICESWEEP_PORT="0")
+    refused = subprocess.run(
+        [*CLI, "serve"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert "may be read by others" in refused.stderr
+    assert f"chmod 600 {token}" in refused.stderr
+    assert not (short_home / "ray" / "session_latest").exists()  # no head started
+
+
+def test_a_job_and_the_head_get_settings_by_name_and_no_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The environment a job is submitted with (the Jobs API shows it, Ray's agent logs
+    # it) and the local head's, which every driver and trial inherits.
+    token, key = f"hf_{secrets.token_hex(16)}", f"ds_{secrets.token_hex(16)}"
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("DICESWEEP_API_KEY", key)
+    monkeypatch.setenv("DICESWEEP_DATABASE_URL", "postgresql://u:pw-secret@db/x")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("DICESWEEP_SOMETHING_ELSE", "not a setting")
+    home = tmp_path / "home"
+    env = serve.job_environment(ServiceSettings(home=home, data_roots=[tmp_path / "team"]))
+    shown = "\n".join(f"{k}={v}" for k, v in {**env, **serve._head_env()}.items())
+    for secret in (token, key, "pw-secret", "not a setting"):
+        assert secret not in shown
+    assert env["HF_HUB_OFFLINE"] == "1"  # Hugging Face's settings, by name
+    assert json.loads(env["DICESWEEP_DATA_ROOTS"]) == [str(tmp_path / "team")]
+    token_file = Path(env["HF_TOKEN_PATH"])
+    assert token_file.read_text() == token
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert token_file.parent.stat().st_mode & 0o777 == 0o700

@@ -27,6 +27,7 @@ from sweep_service.store import (
 from sweep_service.store.migrate import alembic_config
 from sweep_service.store.models import Base
 
+HEAD = "0004"  # the newest migration
 TABLES = {"owners", "api_keys", "sweeps"}
 
 
@@ -45,7 +46,7 @@ def test_migrations_apply_from_empty_and_downgrade_to_base(database_url: URL) ->
         assert _tables(engine) == set()
         upgrade(database_url)
         assert _tables(engine) == TABLES
-        assert _revision(engine) == "0003"
+        assert _revision(engine) == HEAD
         with engine.begin() as connection:
             command.downgrade(alembic_config(connection), "base")
         assert _tables(engine) == set()
@@ -82,6 +83,7 @@ def test_sweeps_stored_before_progress_was_kept_are_upgraded_with_none(
             assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 0, 0)
             assert sweep.best_trial is None and sweep.trials_synced_at is None
             assert sweep.tuning is None  # a sweep without tune
+            assert sweep.trial_rows is None  # read from MLflow until read once more
             # The reconciler's next pass reads its progress once.
             assert [s.id for s in list_unsynced_finished_sweeps(session)] == ["sw-old"]
     finally:
@@ -96,7 +98,7 @@ def test_migrated_schema_matches_the_models(engine: Engine) -> None:
 
 def test_upgrading_twice_changes_nothing(engine: Engine) -> None:
     upgrade(engine)
-    assert _revision(engine) == "0003"
+    assert _revision(engine) == HEAD
 
 
 def test_foreign_keys_are_enforced(session: Session) -> None:

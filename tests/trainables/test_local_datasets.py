@@ -198,8 +198,8 @@ def test_folder_checks_name_the_field_and_the_rule(tmp_path: Path) -> None:
         return [f"{issue.path}: {issue.message}" for issue in issues]
 
     assert problems("mine") == [
-        "task.dataset[0].path: data set 'mine': mine has no eval file "
-        "(one of: dev.conll, dev.txt, validation.conll, validation.txt)"
+        "task.dataset[0].path: data set 'mine': 'mine' has no eval file "
+        "(one of: dev.conll, dev.txt, valid.conll, valid.txt, validation.conll, validation.txt)"
     ]
     assert "'..' is not allowed" in problems("mine/../../outside")[0]
     assert "is not under the data-sets folder" in problems(str(outside))[0]
@@ -318,3 +318,56 @@ def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(
     )
     assert result.returncode == 2
     assert result.stderr == "spec.yaml:4:6: invalid YAML: expected ',' or ']', but got ':'\n"
+
+
+# --- the README's own-data example, as written ------------------------------------------
+
+
+def readme_own_data_example() -> str:
+    """The YAML block of README.md's own-data example (the first after its lead-in)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = readme.split("Your own data set is a folder", 1)[1]
+    return after.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def conll2003_piece(datasets_dir: Path, folder: Path) -> None:
+    """The first sentences of CoNLL-2003, laid out as it is (``train.txt``, ``valid.txt``,
+    ``test.txt``)."""
+    folder.mkdir(parents=True)
+    for name, sentences in (("train.txt", 320), ("valid.txt", 80), ("test.txt", 20)):
+        blocks = (datasets_dir / "conll2003" / name).read_text().split("\n\n")
+        (folder / name).write_text("\n\n".join(blocks[:sentences]) + "\n")
+
+
+@pytest.mark.data
+def test_the_readmes_own_data_example_runs_as_written(
+    datasets_dir: Path, tmp_path: Path, short_home: Path
+) -> None:
+    """Extracted from README.md and run by ``dicesweep run`` on a CPU machine, offline,
+    next to a small ``my_ner`` folder cut from CoNLL-2003."""
+    example = readme_own_data_example()
+    spec = yaml.safe_load(example)
+    assert spec["task"]["dataset"]["path"] == "my_ner"
+    conll2003_piece(datasets_dir, tmp_path / "my_ner")
+    (tmp_path / "my_sweep.yaml").write_text(example)
+    env = {**environment(short_home, tmp_path / "no-catalogue-here"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [*CLI, "run", "my_sweep.yaml", "--sweep-id", "readme-own", "--num-cpus", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{short_home / 'mlflow.db'}")
+    trials = runs(client, "readme-own", "trial")
+    assert len(trials) == 3 and all(t.info.status == "FINISHED" for t in trials)
+    assert {t.data.tags["dicesweep.dataset"] for t in trials} == {"my_ner"}
+    # Described as what it ran, not as the preset it extends.
+    (parent,) = runs(client, "readme-own", "sweep")
+    assert parent.data.tags["mlflow.note.content"] == (
+        "ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"
+    )
+    assert "| my_ner" in result.stdout or "my_ner |" in result.stdout

@@ -324,7 +324,7 @@ BAD = [
     (
         {"name": "dice", "alpha": 0.5},
         r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; "
-        "valid: classes, scope, smooth, square",
+        "valid: classes, ohem_ratio, scope, smooth, square",
     ),
     ({"name": "tversky", "alpha": 1.5}, "tversky.alpha: Input should be less than or equal to 1"),
     ({"name": "tversky", "beta": -0.1}, "tversky.beta: Input should be greater than or equal"),
@@ -365,5 +365,6 @@ def test_loss_parameters_lists_defaults() -> None:
         "square": False,
         "scope": "example",
         "classes": "mean",
+        "ohem_ratio": 0.0,
     }
     assert loss_parameters("tversky")["beta"] == 0.5

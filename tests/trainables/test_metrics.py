@@ -212,18 +212,69 @@ def test_squad_metrics_of_gold_answers_on_real_dev(datasets_dir: Path) -> None:
     assert squad_metrics(predictions, examples) == {"exact_match": 100.0, "f1": 100.0}
 
 
-def test_always_positive_f1_is_what_a_model_predicting_positive_everywhere_scores() -> None:
-    from trainables.metrics import always_positive_f1
+def test_pi_baselines_are_always_positive_f1_and_majority_accuracy() -> None:
+    from trainables.metrics import pi_baselines
 
     labels = [1, 0, 1, 1, 0]  # precision 3/5, recall 1: F1 = 2 * 0.6 / 1.6 = 75
-    assert always_positive_f1(labels) == pytest.approx(75.0)
-    assert always_positive_f1(labels) == pi_metrics([1] * 5, labels)["f1"]
-    assert always_positive_f1([0, 0]) == 0.0
+    assert pi_baselines(labels) == {
+        "baseline_f1": pytest.approx(75.0),
+        "baseline_accuracy": pytest.approx(60.0),  # paraphrase for every pair: 3 of 5
+    }
+    assert pi_baselines(labels)["baseline_f1"] == pi_metrics([1] * 5, labels)["f1"]
+    # The positive class in the minority: always-positive F1 of 2/5 positives, and the
+    # majority class (1) still gives the accuracy.
+    assert pi_baselines(labels, positive=0) == {
+        "baseline_f1": pytest.approx(2 * 0.4 / 1.4 * 100),
+        "baseline_accuracy": pytest.approx(60.0),
+    }
 
 
-def test_majority_tag_accuracy_tags_every_word_with_the_commonest_tag() -> None:
-    from trainables.metrics import majority_tag_accuracy
+def test_tagging_baselines_tag_every_word_o_or_with_the_commonest_tag() -> None:
+    from trainables.metrics import tagging_baselines
 
-    gold = [["NOUN", "VERB", "NOUN"], ["DET", "NOUN"]]  # NOUN: 3 of 5 words
-    assert majority_tag_accuracy(gold) == pytest.approx(60.0)
-    assert majority_tag_accuracy(gold) == pos_metrics([["NOUN"] * 3, ["NOUN"] * 2], gold)["f1"]
+    pos = [["NOUN", "VERB", "NOUN"], ["DET", "NOUN"]]  # NOUN: 3 of 5 words
+    assert tagging_baselines(pos, by_spans=False) == {
+        "baseline_f1": pytest.approx(60.0),
+        "baseline_accuracy": pytest.approx(60.0),
+    }
+    assert (
+        tagging_baselines(pos, by_spans=False)["baseline_f1"]
+        == (pos_metrics([["NOUN"] * 3, ["NOUN"] * 2], pos)["f1"])
+    )
+    ner = [["B-PER", "I-PER", "O", "O"], ["O", "B-LOC"]]  # O: 3 of 6 words
+    assert tagging_baselines(ner, by_spans=True) == {
+        "baseline_f1": 0.0,
+        "baseline_accuracy": pytest.approx(50.0),
+    }
+
+
+def test_top_prediction_share() -> None:
+    from trainables.metrics import top_prediction_share
+
+    assert top_prediction_share([1, 1, 0, 1]) == pytest.approx(75.0)
+    assert top_prediction_share(["O"] * 9 + ["B-PER"]) == pytest.approx(90.0)
+    assert top_prediction_share([]) == 0.0
+
+
+def test_the_no_skill_span_rule_answers_the_first_k_words() -> None:
+    from trainables.metrics import first_k_tokens, span_baselines
+
+    examples = [
+        QAExample(
+            "a", "t", "Ada Lovelace wrote the first program.", "Who?", [Answer("Ada Lovelace", 0)]
+        ),
+        QAExample("b", "t", "The engine was never built.", "What?", [Answer("engine", 4)]),
+        QAExample("c", "t", "In London, in 1843.", "Where?", [Answer("London", 3)]),
+    ]
+    assert first_k_tokens(examples) == 1  # answers of 2, 1, 1 words: mean 1.33
+    # "Ada" (F1 2/3), "The" (normalised away: 0), "In" (0); exact match nowhere.
+    assert span_baselines(examples) == {
+        "baseline_f1": pytest.approx(100 * (2 / 3) / 3),
+        "baseline_exact_match": 0.0,
+    }
+    unanswerable = QAExample("d", "t", "Never.", "When?", [])
+    # SQuAD v2: answering nothing (1 of 4 right) beats the first word (2/3 of a point).
+    assert span_baselines([*examples, unanswerable], no_answer=True) == {
+        "baseline_f1": pytest.approx(25.0),
+        "baseline_exact_match": pytest.approx(25.0),
+    }

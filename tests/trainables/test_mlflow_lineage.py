@@ -171,22 +171,63 @@ def test_a_trial_run_records_the_ray_node_of_its_latest_attempt(
     assert (tags["dicesweep.node_id"], tags["dicesweep.hostname"]) == ("b2" * 28, "ray-worker-2")
 
 
-def test_a_collapsed_trial_is_finished_with_the_reason_in_its_run(
+def test_a_degenerate_trial_is_finished_with_the_reason_in_its_run(
     settings: DicesweepSettings,
 ) -> None:
     sweep_id = "sw-0000dddd4444"
-    spec = spec_of(["mrpc"], name="collapse-test")
+    spec = spec_of(["mrpc"], name="degenerate-test")
     client, link = open_tracking(settings, sweep_id, spec)
     logger = TrialLogger(link, client)
     config = trial_config(spec, sweep_id, {"name": "dsc", "alpha": 0.1})
 
     trial = SimpleNamespace(  # what Tune hands the hook
-        trial_id="t-collapsed",
+        trial_id="t-degenerate",
         config=config,
-        last_result={"step": 8, "eval_f1": 81.2, "eval_distinct_predictions": 1.0},
+        last_result={
+            "step": 8,
+            "eval_f1": 81.8,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 99.3,
+            "eval_positive_prediction_share": 99.3,
+        },
     )
     logger.on_trial_complete(0, [], trial)
     logger.flush()
-    run = client.get_run(logger.run_id("t-collapsed", config))
+    run = client.get_run(logger.run_id("t-degenerate", config))
     assert run.info.status == "FINISHED"
-    assert run.data.tags["dicesweep.collapsed"] == "constant predictions (the same for every input)"
+    assert run.data.tags["dicesweep.degenerate"] == "predicts positive for 99.3% of pairs"
+
+
+def test_a_finished_trial_records_its_optimiser_steps_and_why_it_stopped(
+    settings: DicesweepSettings,
+) -> None:
+    from sweep_service.results import trial_rows
+
+    sweep_id = "sw-0000eeee5555"
+    spec = spec_of(["mrpc"], name="steps-test")
+    client, link = open_tracking(settings, sweep_id, spec)
+    logger = TrialLogger(link, client)
+    early = trial_config(spec, sweep_id, {"name": "ce"}, seed=0)
+    cut = trial_config(spec, sweep_id, {"name": "ce"}, seed=1)
+    # The last report of a trial that stopped early: its best evaluation, and why.
+    last = {"step": 120, "optimizer_steps": 120, "eval_f1": 84.0, "stop_reason": "early_stopping"}
+    logger.log_result("t-early", early, {"step": 60, "optimizer_steps": 60, "eval_f1": 84.0})
+    logger.log_result("t-early", early, last)
+    logger.on_trial_complete(
+        0, [], SimpleNamespace(trial_id="t-early", config=early, last_result=last)
+    )
+    # ASHA stopped this one after an ordinary evaluation.
+    cut_short = {"step": 60, "optimizer_steps": 60, "eval_f1": 70.0}
+    logger.log_result("t-cut", cut, cut_short)
+    logger.on_trial_complete(
+        0, [], SimpleNamespace(trial_id="t-cut", config=cut, last_result=cut_short)
+    )
+    logger.flush()
+    run = client.get_run(logger.run_id("t-early", early))
+    assert run.data.metrics["optimizer_steps"] == 120
+    assert "stop_reason" not in run.data.metrics  # a string: the tag says it
+    assert run.data.tags["dicesweep.stop_reason"] == "early_stopping"
+    rows = trial_rows(client, sweep_id, link.experiment_id).set_index("seed")
+    assert rows.loc[0, "optimizer_steps"] == 120 and rows.loc[0, "stop_reason"] == "early_stopping"
+    assert rows.loc[1, "optimizer_steps"] == 60 and rows.loc[1, "stop_reason"] == "scheduler"

@@ -70,6 +70,9 @@ def test_a_trials_share_of_its_work_and_its_line() -> None:
     halfway = TrialState("a", "RUNNING", epoch=1.5, epochs=3, value=71.5)
     assert halfway.progress == 0.5 and halfway.state("eval_f1") == "epoch 1.5/3  eval_f1 71.50"
     assert TrialState("a", "ERROR", epoch=1, epochs=3).progress == 1.0  # no more to do
+    # With max_steps the trial's length is its steps, whatever its epochs say.
+    stepped = TrialState("a", "RUNNING", epoch=8.0, epochs=3, value=71.5, steps=120, max_steps=480)
+    assert stepped.progress == 0.25 and stepped.state("eval_f1") == "step 120/480  eval_f1 71.50"
 
 
 def test_a_snapshot_counts_and_its_plain_line() -> None:
@@ -91,6 +94,41 @@ def test_a_snapshot_counts_and_its_plain_line() -> None:
         "[0:01:12] 3/8 trials (38%): 1 running, 2 done, 1 failed | ETA 0:02:00"
         " | best eval_f1 84.20: b"
     )
+
+
+def test_the_best_so_far_skips_a_degenerate_trial() -> None:
+    """Tune's trials as the display reads them: the one with the highest F1 predicts
+    paraphrase for 99.3% of the pairs, so the next one is the best; while every scored
+    trial is degenerate, no trial learned."""
+    shown = SweepProgress("eval_f1", 3, started_at=time.time(), stream=io.StringIO())
+    constant = trial("t0", status=Trial.TERMINATED)
+    constant.update_last_result(
+        {
+            "epoch": 4.0,
+            "eval_f1": 81.8,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 99.3,
+            "eval_positive_prediction_share": 99.3,
+        }
+    )
+    shown.on_step_end(0, [constant, trial("t1")])
+    assert shown.snapshot().best is None
+    assert shown.snapshot().best_text() == "none (no trial learned)"
+    assert shown.snapshot().line().endswith(" | best none (no trial learned)")
+    learned = trial("t2", loss="ce", status=Trial.TERMINATED)
+    learned.update_last_result(
+        {
+            "epoch": 4.0,
+            "eval_f1": 81.5,
+            "eval_baseline_f1": 81.22,
+            "eval_baseline_accuracy": 68.38,
+            "eval_top_prediction_share": 90.0,
+            "eval_positive_prediction_share": 90.0,
+        }
+    )
+    shown.on_step_end(1, [constant, learned])
+    assert shown.snapshot().best_text() == "eval_f1 81.50: ce seed=1 mrpc/original"
 
 
 def test_the_clock_runs_from_the_sweeps_first_start_and_survives_a_resume() -> None:

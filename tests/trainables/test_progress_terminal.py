@@ -28,7 +28,7 @@ SHOW_CURSOR = "\x1b[?25h"  # written when the live view stops
 PLAIN_LINE = re.compile(
     r"^\[\d+:\d\d:\d\d\] \d/2 trials \(\d+%\): \d running, \d done, \d failed \| ETA \S+", re.M
 )
-TABLE_ROW = "| dsc(alpha=0.1) |"
+TABLE_ROW = "| dsc(alpha=0.1,scope=set) |"
 ROUTINE = "Wrote the latest version of all result files"  # Tune's, at INFO: in the log file
 
 
@@ -87,17 +87,18 @@ def test_on_a_terminal_the_progress_is_drawn_live_then_the_table(
     assert re.search(r"0/2 trials \(0%\)", drawn) and "2/2 trials (100%)" in drawn
     assert re.search(r"elapsed \d+:\d\d:\d\d", drawn) and re.search(r"ETA \d+:\d\d:\d\d", drawn)
     assert "best eval_f1" in drawn
-    assert "seed=0 mrpc/original" in drawn  # a running trial's line
+    assert "seed=0 ud_en_ewt/original" in drawn  # a running trial's line
     assert TABLE_ROW in drawn  # the table at the end
     assert "2 done, 0 failed" in drawn
     assert ROUTINE not in drawn and routine_logged(short_home)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # what it says, without the codes
-    assert re.search(r"  dsc\(alpha=0\.1\) seed=0 mrpc/original +(starting|epoch)", text)
+    running_dsc = r"  dsc\(alpha=0\.1,scope=set\) seed=0 ud_en_ewt/original +(starting|epoch)"
+    assert re.search(running_dsc, text)
     clocks = set(re.findall(r"0/2 trials \(0%\) +elapsed (\S+)", text))
     assert len(clocks) >= 2  # redrawn as the clock moves while the counts stand still
     shown = frames(drawn)
     assert len(shown) >= 3  # redrawn on a timer, not once per change
-    assert any("running" in frame and "seed=0 mrpc/original" in frame for frame in shown)
+    assert any("running" in frame and "seed=0 ud_en_ewt/original" in frame for frame in shown)
     kept = os.environ.get("DICESWEEP_SCREENSHOTS")
     if kept:  # the README's picture: the busiest frame, then what followed it
         busiest = max(shown, key=lambda frame: frame.count("seed="))
@@ -143,3 +144,7 @@ def test_piped_the_progress_is_plain_lines(
     for line, arrived in progress:  # the clock started with the command, not later
         assert arrived - 8 <= clock_seconds(line[1:].split("]")[0]) <= arrived + 1, (line, arrived)
     assert TABLE_ROW in table
+    # What a newcomer's first sweep shows: a number in every cell, none flagged.
+    cells = re.findall(r"^\| (ce|dsc\S*) +\| (.*?) +\|$", table, re.M)
+    assert len(cells) == 2 and all(re.match(r"\**\d+\.\d\d", cell) for _, cell in cells), table
+    assert "degenerate" not in table

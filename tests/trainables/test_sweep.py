@@ -18,7 +18,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
-from search_spaces.reports.tables import collapse_reason
+from search_spaces.reports.tables import degenerate_reason
 from tests.conftest import short_home_folder
 from tests.toydata import make_toy_datasets
 from trainables.driver.reports import metric_key
@@ -81,7 +81,7 @@ def toy_spec(path: Path, **overrides: Any) -> Path:
 
 @pytest.fixture(scope="module")
 def smoke(datasets_dir: Path) -> Iterator[dict[str, Any]]:
-    """The ``smoke`` preset run once by the driver, on the real MRPC files."""
+    """The ``smoke`` preset run once by the driver, on the real UD English EWT files."""
     with short_home_folder() as home:
         yield run_smoke(home, datasets_dir)
 
@@ -127,36 +127,35 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert trial.info.status == "FINISHED"
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert tags["dicesweep.seed"] == "0" and tags["dicesweep.variant"] == "original"
-        assert params["dataset"] == "mrpc" and params["training.epochs"] == "1"
+        assert params["dataset"] == "ud_en_ewt" and params["training.epochs"] == "1"
         assert 0 <= metrics["eval_f1"] <= 100 and "train_loss" in metrics
-        assert steps_logged(client, trial.info.run_id) == [4]  # 64 examples / 16 = 4 steps
+        assert steps_logged(client, trial.info.run_id) == [63]  # 2000 sentences / 32
+        assert metrics["optimizer_steps"] == 63 and tags["dicesweep.stop_reason"] == "epochs"
     dsc = next(t for t in trials if t.data.tags["dicesweep.loss"] == "dsc")
-    assert dsc.data.params["loss.alpha"] == "0.1"
+    assert dsc.data.params["loss.alpha"] == "0.1" and dsc.data.params["loss.scope"] == "set"
     # Named for the MLflow UI: the spec's name and a short id; each trial by its loss,
     # seed and variant (one data set: not named); the spec's description on the parent.
     assert parent.info.run_name == "smoke · test"
     assert parent.data.tags["mlflow.note.content"].startswith("Smoke test: tiny-bert")
-    assert dsc.info.run_name == "dsc(alpha=0.1) seed=0 original"
+    assert dsc.info.run_name == "dsc(alpha=0.1,scope=set) seed=0 original"
     experiment = client.get_experiment(parent.info.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
-    # The table's numbers on the parent, equal to its trials' (one seed: the value); a
-    # trial whose model collapsed (tiny-bert on 64 pairs may predict one class) is tagged
-    # with why, and counted in its cell instead.
+    # The first sweep a newcomer runs shows something: every trial learned (none
+    # flagged, far above the majority tag), and the table's numbers on the parent
+    # equal its trials' (one seed: the value).
     for trial in trials:
-        key = f"grid/{metric_key(trial.data.tags['dicesweep.loss_label'])}/mrpc"
-        reason = collapse_reason(trial.data.metrics)
-        assert trial.data.tags.get("dicesweep.collapsed") == reason
-        if reason is None:
-            assert parent.data.metrics[f"{key}/mean"] == pytest.approx(
-                trial.data.metrics["eval_f1"]
-            )
-        else:
-            assert parent.data.metrics[f"{key}/collapsed"] == 1
-            assert f"{key}/mean" not in parent.data.metrics
+        assert degenerate_reason(trial.data.metrics) is None
+        assert "dicesweep.degenerate" not in trial.data.tags
+        assert trial.data.metrics["eval_f1"] > trial.data.metrics["eval_baseline_f1"] + 30
+        label = metric_key(trial.data.tags["dicesweep.loss_label"])
+        value = pytest.approx(trial.data.metrics["eval_f1"])
+        assert parent.data.metrics[f"grid/{label}/ud_en_ewt/mean"] == value
+        assert parent.data.metrics[f"best_eval_f1/{label}"] == value
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/grid.md", "report/grid.csv", "report/grid.tex", "report/grid.png"} <= artifacts
     assert "report/grid.html" in artifacts
-    assert "| dsc(alpha=0.1) |" in smoke["result"].stdout  # the table, printed at the end
+    assert "| dsc(alpha=0.1,scope=set) |" in smoke["result"].stdout  # the table, at the end
+    assert "degenerate" not in smoke["result"].stdout
     assert "2 done, 0 failed" in smoke["result"].stderr
     assert "running" in smoke["result"].stderr  # the live display
 
@@ -182,12 +181,16 @@ def test_grid_command_renders_the_sweep(smoke: dict[str, Any], fmt: str) -> None
     assert result.returncode == 0, result.stderr
     text = result.stdout
     if fmt == "json":
-        cells = json.loads(text)
-        assert cells
+        table = json.loads(text)
+        # A number in every cell, no flagged trial, and the losses differ.
+        means = [cell["mean"] for cell in table["cells"]]
+        assert len(means) == 2 and all(isinstance(mean, float) for mean in means)
+        assert means[0] != means[1]
+        assert table["degenerate"] == [] and not any(c["degenerate"] for c in table["cells"])
     elif fmt == "latex":
         assert "\\toprule" in text and "\\label{tab:smoke-test}" in text
     else:
-        assert "dsc(alpha=0.1)" in text and "mrpc" in text
+        assert "dsc(alpha=0.1,scope=set)" in text and "ud_en_ewt" in text
 
 
 @pytest.mark.data

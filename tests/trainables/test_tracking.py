@@ -83,7 +83,7 @@ def test_the_table_as_parent_metrics_with_safe_names() -> None:
     assert len(metrics) == 2 + 4 * 2 + 2
 
 
-def test_a_cell_with_collapsed_seeds_counts_them_on_the_parent() -> None:
+def test_a_cell_with_degenerate_seeds_counts_them_on_the_parent() -> None:
     import pandas as pd
 
     from search_spaces.reports import paper_table
@@ -99,12 +99,14 @@ def test_a_cell_with_collapsed_seeds_counts_them_on_the_parent() -> None:
                 "seed": seed,
                 "eval_f1": f1,
                 "eval_baseline_f1": 81.2,
-                "eval_distinct_predictions": 1.0 if f1 == 81.2 else 2.0,
+                "eval_baseline_accuracy": 68.4,
+                "eval_top_prediction_share": 99.5 if f1 == 89.0 else 80.0,
             }
-            for loss, seed, f1 in (("ce", 0, 84.0), ("ce", 1, 86.0), ("dsc", 0, 81.2))
+            for loss, seed, f1 in (("ce", 0, 84.0), ("ce", 1, 86.0), ("dsc", 0, 89.0))
         ]
     )
     metrics = table_metrics(paper_table(rows))
-    assert metrics["grid/ce/mrpc/mean"] == 85.0
-    assert metrics["grid/dsc/mrpc/collapsed"] == 1.0
-    assert "grid/dsc/mrpc/mean" not in metrics and "best_eval_f1/dsc" not in metrics
+    assert metrics["grid/ce/mrpc/mean"] == 85.0 and metrics["best_eval_f1/ce"] == 85.0
+    # dsc's near-constant seed: in its cell's mean, counted, and no best of its row.
+    assert metrics["grid/dsc/mrpc/degenerate"] == 1.0
+    assert metrics["grid/dsc/mrpc/mean"] == 89.0 and "best_eval_f1/dsc" not in metrics

@@ -13,11 +13,12 @@ import torch
 
 from search_spaces.dataset_refs import LocalDataset, dataset_info
 from search_spaces.datasets import get_dataset
+from search_spaces.reports import degenerate_reason
 from search_spaces.settings import DicesweepSettings
 from trainables.loop import CHECKPOINT_FILE
 from trainables.tasks import EncodeOptions
 from trainables.train import run_trial
-from trainables.trial_data import DataRequest, load_trial_data
+from trainables.trial_data import DataRequest, TrialData, load_trial_data
 
 
 def toy_config(**training: Any) -> dict[str, Any]:
@@ -76,7 +77,9 @@ def test_tiny_model_learns_the_toy_ner_task(toy_home: DicesweepSettings) -> None
     assert final["best_eval_f1"] == max(r["eval_f1"] for r in recorder.reports)
     assert {"eval_precision", "eval_recall", "train_loss", "epoch", "step"} <= set(final)
     assert final["eval_baseline_f1"] == 0.0  # NER: tagging no entity
-    assert final["eval_distinct_predictions"] > 1
+    assert 0 < final["eval_baseline_accuracy"] < 100.0  # every word O: the O share
+    assert final["eval_top_prediction_share"] < 100.0
+    assert degenerate_reason(final) is None  # a tagger that learned
 
 
 @pytest.mark.parametrize(
@@ -166,7 +169,32 @@ def test_tagging_labels_sit_on_first_sub_words(toy_home: DicesweepSettings) -> N
 def test_wce_counts_come_from_the_variant_in_use(datasets_dir: Path, tmp_path: Path) -> None:
     request = DataRequest(get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10)
     data = load_trial_data(request, datasets_dir, tmp_path)
-    assert data.task.class_counts(data.train_features) == [701, 2474]  # negatives x 0.5871
+    # The minority, label 0, is scored by default: "-negative" drops label 1 (x 0.5871).
+    assert data.task.class_counts(data.train_features) == [1194, 1452]
+
+
+class Output:
+    def __init__(self, logits: torch.Tensor) -> None:
+        self.logits = logits
+
+
+def precision_recall(data: TrialData) -> tuple[float, float]:
+    """The task's precision and recall on gold 0 0 1 1 predicted 0 0 0 1."""
+    batch = {"labels": torch.tensor([0, 0, 1, 1])}
+    logits = torch.tensor([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+    metrics = data.task.evaluate(lambda _: Output(logits), [batch], [])
+    return metrics["precision"], metrics["recall"]
+
+
+@pytest.mark.data
+def test_the_minority_is_the_default_scored_class(datasets_dir: Path, tmp_path: Path) -> None:
+    request = DataRequest(get_dataset("mrpc"), "original", "tiny-bert", 32, 128, None, 10)
+    data = load_trial_data(request, datasets_dir, tmp_path)
+    assert data.scored is not None
+    assert (data.scored.label, data.scored.named) == (0, False)
+    assert data.scored.describe() == "0 (the minority, 32.6% of the training file)"
+    # Label 0 scored: TP 2, predicted 0 three times, gold 0 twice.
+    assert precision_recall(data) == (pytest.approx(200 / 3), 100.0)
 
 
 @pytest.mark.data
@@ -174,20 +202,38 @@ def test_the_positive_label_sets_the_variant_and_the_scored_class(
     datasets_dir: Path, tmp_path: Path
 ) -> None:
     request = DataRequest(
-        get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10, positive_label=0
+        get_dataset("mrpc"), "-negative", "tiny-bert", 32, 128, None, 10, positive_label=1
     )
     data = load_trial_data(request, datasets_dir, tmp_path)
-    assert data.task.class_counts(data.train_features) == [1194, 1452]  # label 1 x 0.5871
-    batch = {"labels": torch.tensor([0, 0, 1, 1])}
-    logits = torch.tensor([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])  # predicts 0 0 0 1
+    assert data.scored is not None and (data.scored.label, data.scored.named) == (1, True)
+    assert data.task.class_counts(data.train_features) == [701, 2474]  # label 0 x 0.5871
+    # Label 1 scored: TP 1, predicted 1 once, gold 1 twice.
+    assert precision_recall(data) == (100.0, 50.0)
 
-    class Output:
-        def __init__(self, logits: torch.Tensor) -> None:
-            self.logits = logits
 
-    metrics = data.task.evaluate(lambda _: Output(logits), [batch], [])
-    # Label 0 scored: TP 2, predicted 0 three times, gold 0 twice (label 1 would give 1, 0.5).
-    assert (metrics["precision"], metrics["recall"]) == (pytest.approx(200 / 3), 100.0)
+@pytest.mark.data
+def test_a_binary_trial_reports_its_scored_class(datasets_dir: Path, tmp_path: Path) -> None:
+    """Every evaluation and the final metrics carry the resolved label and its shares,
+    for MLflow and the report rows."""
+    settings = DicesweepSettings(home=tmp_path / "home", datasets_dir=datasets_dir)
+    config = {
+        **toy_config(epochs=1, max_train_examples=40, max_eval_examples=16),
+        "dataset": "mrpc",
+        "variant": "+negative",
+    }
+    recorder = Recorder()
+    final = run_trial(config, recorder, settings)
+    assert recorder.reports
+    for metrics in [*recorder.reports, final]:
+        assert metrics["positive_label"] == 0.0
+        assert metrics["positive_share"] == pytest.approx(1194 / 3668)
+        # 40 pairs of "+negative" (854 of 4,763 label 0, 17.9%), stratified: 7 label 0.
+        assert metrics["train_positive_share"] == pytest.approx(7 / 40)
+
+
+def test_a_set_that_is_not_binary_reports_no_scored_class(toy_home: DicesweepSettings) -> None:
+    request = DataRequest(get_dataset("conll2003"), "original", "tiny-bert", 32, 128, None, 5)
+    assert load_trial_data(request, toy_home.datasets_dir, toy_home.cache_dir).scored is None
 
 
 @pytest.mark.data
@@ -247,8 +293,14 @@ def test_squad_v2_questions_without_an_answer_are_predicted_empty(
     metrics = data.task.evaluate(lambda _: Output(), [batch], data.eval_examples)
     share = 100 * unanswerable / len(data.eval_examples)
     assert metrics == pytest.approx(
-        # Answering nothing is this set's trivial baseline, and the same answer everywhere.
-        {"exact_match": share, "f1": share, "baseline_f1": share, "distinct_predictions": 1}
+        # Answering nothing is this set's best no-skill rule, and the same answer everywhere.
+        {
+            "exact_match": share,
+            "f1": share,
+            "baseline_f1": share,
+            "baseline_exact_match": share,
+            "top_prediction_share": 100.0,
+        }
     )
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from search_spaces.datasets import get_dataset
+from search_spaces.presets import get_preset
 from trainables.data import (
     VARIANT_NAMES,
     PairExample,
@@ -17,7 +20,9 @@ from trainables.data import (
     plan_variant,
 )
 from trainables.data.augment import MentionPool, augment, can_augment
+from trainables.data.classes import stratified_sample
 from trainables.data.variants import pair_key
+from trainables.trial_data import CAP_SEED, DataRequest, read_examples, resolve_scored_class
 
 NAMES = ["Alice Smith", "Bob Jones", "Carol White", "Dan Brown"]
 CITIES = ["Paris", "London", "Tokyo", "Lima"]
@@ -74,25 +79,35 @@ QQP_LIKE_COUNTS = {  # (label 0, label 1)
     "+positive&negative": (794, 466),
 }
 
-# Real MRPC train, label 1 (paraphrase) scored: 1194 negative / 2474 positive, n = 3668:
-#   +positive:          2474 * 1.70268 = 4212.44 -> 4212 positives         -> 77.91%
-#   +negative:          2474 * 0.71513 = 1769.24 -> 1769 positives,
-#                       1194 * 1.58000 = 1886.52 -> 1887 negatives         -> 48.39%
-#   -negative:          1194 * 0.58707 =  700.96 ->  701 negatives         -> 77.92%
-#   +positive&negative: 2474 * 1.26 = 3117.23 -> 3117, 1194 * 1.26 = 1504.43 -> 1504
-MRPC_COUNTS = {
+# Real MRPC train, 1194 label 0 (not paraphrase, the minority, so the scored class by
+# default) / 2474 label 1, n = 3668:
+#   +positive:          1194 * 1.70268 = 2033.00 -> 2033 positives         -> 45.11%
+#   +negative:          1194 * 0.71513 =  853.87 ->  854 positives,
+#                       2474 * 1.58000 = 3908.92 -> 3909 negatives         -> 17.93%
+#   -negative:          2474 * 0.58707 = 1452.42 -> 1452 negatives         -> 45.12%
+#   +positive&negative: 1194 * 1.26 = 1504.43 -> 1504, 2474 * 1.26 = 3117.23 -> 3117
+MRPC_COUNTS = {  # (label 0, label 1)
     "original": (1194, 2474),
-    "+positive": (1194, 4212),
-    "+negative": (1887, 1769),
-    "-negative": (701, 2474),
+    "+positive": (2033, 2474),
+    "+negative": (854, 3909),
+    "-negative": (1194, 1452),
     "+positive&negative": (1504, 3117),
 }
-MRPC_POSITIVE_PERCENT = {
-    "original": 67.45,
-    "+positive": 77.91,
-    "+negative": 48.39,
-    "-negative": 77.92,
-    "+positive&negative": 67.45,
+MRPC_POSITIVE_PERCENT = {  # label 0
+    "original": 32.55,
+    "+positive": 45.11,
+    "+negative": 17.93,
+    "-negative": 45.12,
+    "+positive&negative": 32.55,
+}
+# The figures of the study that found the direction reversed (positive = the minority):
+# size and positive share of each variant, the share to within 0.5 points.
+MRPC_FIGURES = {
+    "original": (3668, 32.6),
+    "+positive": (4507, 45.1),
+    "+negative": (4763, 17.9),
+    "-negative": (2646, 45.1),
+    "+positive&negative": (4621, 32.5),
 }
 
 
@@ -296,12 +311,37 @@ def mrpc_train(datasets_dir: Path) -> list[PairExample]:
     return [e for e in load_split("mrpc", "train", datasets_dir) if isinstance(e, PairExample)]
 
 
+def mrpc_request(variant: str, cap: int | None = None) -> DataRequest:
+    """A trial's data request on MRPC that leaves the scored class to its default."""
+    return DataRequest(get_dataset("mrpc"), variant, "tiny-bert", 32, 128, cap, None)
+
+
+@pytest.fixture(scope="module")
+def mrpc_variants(datasets_dir: Path) -> dict[str, list[PairExample]]:
+    """The five MRPC variants as a trial reads them (``read_examples``, no cap), the
+    scored class resolved from the training file: the minority, label 0."""
+    variants = {}
+    for name in VARIANT_NAMES:
+        request, scored = resolve_scored_class(mrpc_request(name), datasets_dir)
+        assert scored is not None and (scored.label, scored.named) == (0, False)
+        assert request.positive_label == 0
+        variants[name] = read_examples(request, datasets_dir)[0]
+    return variants
+
+
+def percent_of_label_0(examples: list[PairExample]) -> float:
+    return 100 * sum(example.label == 0 for example in examples) / len(examples)
+
+
 @pytest.mark.data
 @pytest.mark.parametrize("name", VARIANT_NAMES)
-def test_variants_of_real_mrpc(mrpc_train: list[PairExample], name: str) -> None:
-    variant = make_variant(mrpc_train, name, seed=0)
+def test_variants_of_real_mrpc(
+    mrpc_train: list[PairExample], mrpc_variants: dict[str, list[PairExample]], name: str
+) -> None:
+    variant = mrpc_variants[name]
+    assert variant == make_variant(mrpc_train, name, seed=0)  # the default: the minority
     check_variant(mrpc_train, variant, MRPC_COUNTS[name])
-    positives = MRPC_COUNTS[name][1] / sum(MRPC_COUNTS[name])
+    positives = MRPC_COUNTS[name][0] / sum(MRPC_COUNTS[name])
     assert round(100 * positives, 2) == MRPC_POSITIVE_PERCENT[name]
     # Before the scored class was explicit, 23-26% of augmented pairs were swapped
     # originals and "+positive" held 27 exact duplicates.
@@ -313,6 +353,76 @@ def test_real_mrpc_variants_follow_the_papers_direction(mrpc_train: list[PairExa
     share = {name: MRPC_POSITIVE_PERCENT[name] for name in VARIANT_NAMES}
     assert share["+positive"] > share["original"] > share["+negative"]  # paper: 50 > 37 > 21
     assert share["-negative"] > share["original"]  # paper: 50 > 37
+    # The balancing variants move towards 50%, "+negative" away from it, as on QQP.
+    assert abs(share["+positive"] - 50) < abs(share["original"] - 50)
+    assert abs(share["+negative"] - 50) > abs(share["original"] - 50)
     assert make_variant(mrpc_train, "-negative", seed=0) != make_variant(
         mrpc_train, "-negative", seed=1
     )
+
+
+@pytest.mark.data
+def test_naming_label_1_scores_paraphrase_the_majority(mrpc_train: list[PairExample]) -> None:
+    """The spec's ``positive_label`` wins over the default: label 1 gives the reversed
+    structure the default avoids (+positive 77.91%, +negative 48.39%)."""
+    counts = class_counts(mrpc_train)
+    assert plan_variant("+positive", counts, positive=1).counts == (1194, 4212)
+    assert plan_variant("+negative", counts, positive=1).counts == (1887, 1769)
+    assert round(100 * plan_variant("+negative", counts, positive=1).positive_fraction, 2) == 48.39
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("cap", [None, 400, 1000])
+def test_the_five_mrpc_variants_with_the_default_positive_class(
+    mrpc_variants: dict[str, list[PairExample]], cap: int | None
+) -> None:
+    """Each variant built around the default positive class (the minority, label 0), then
+    capped as a trial caps it (stratified): the size and share the study measured."""
+    for name, (size, percent) in MRPC_FIGURES.items():
+        variant = mrpc_variants[name]
+        train = variant if cap is None else stratified_sample(variant, cap, CAP_SEED)
+        assert len(train) == (size if cap is None else cap)
+        share = percent_of_label_0(train)
+        assert share == pytest.approx(percent, abs=0.5), (name, cap)
+        # The cap keeps the variant's positives within one pair of their exact share.
+        positives = MRPC_COUNTS[name][0] * len(train) / sum(MRPC_COUNTS[name])
+        assert abs(share * len(train) / 100 - positives) < 1, (name, cap)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["original", "-negative"])
+def test_a_trials_training_cap_is_the_stratified_one(
+    datasets_dir: Path, mrpc_variants: dict[str, list[PairExample]], name: str
+) -> None:
+    request, _ = resolve_scored_class(mrpc_request(name, cap=400), datasets_dir)
+    train, _ = read_examples(request, datasets_dir)
+    assert train == stratified_sample(mrpc_variants[name], 400, CAP_SEED)
+    assert percent_of_label_0(train) == pytest.approx(MRPC_FIGURES[name][1], abs=0.5)
+
+
+TABLE8_PRESETS = ["table8", "study-table8", "study-table8-full"]
+DESCRIBED = re.compile(
+    r"(original|\+positive&negative|\+positive|\+negative|-negative) ([\d,]+) pairs ([\d.]+)%"
+)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("preset", TABLE8_PRESETS)
+def test_table8_presets_describe_their_training_sets(
+    mrpc_variants: dict[str, list[PairExample]], preset: str
+) -> None:
+    """Each Table 8 preset's description states every variant's size and positive share:
+    the ones its trials train on, computed from the MRPC training file and its caps."""
+    spec = get_preset(preset)
+    assert spec.task.dataset == ["mrpc"] and spec.task.positive_label is None
+    assert "scored class 0 (not paraphrase, the minority)" in spec.description
+    described = {
+        name: (int(size.replace(",", "")), float(percent))
+        for name, size, percent in DESCRIBED.findall(spec.description)
+    }
+    assert list(described) == list(spec.task.variant)
+    cap = spec.training.max_train_examples
+    for name, stated in described.items():
+        variant = mrpc_variants[name]
+        train = variant if cap is None else stratified_sample(variant, cap, CAP_SEED)
+        assert stated == (len(train), round(percent_of_label_0(train), 1)), name

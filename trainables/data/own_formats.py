@@ -31,7 +31,8 @@ def read_pairs_tsv(path: Path) -> list[PairExample]:
         if missing:
             raise ValueError(
                 f"{path}:1: a pairs TSV header needs the columns label, text_a and text_b "
-                f"(missing: {', '.join(missing)}), or the MRPC/QQP header; got {header!r}"
+                f"(missing: {', '.join(missing)}), or the MRPC/QQP header; "
+                f"got {len(header)} columns"
             )
         examples = []
         for line_no, row in enumerate(rows, start=2):
@@ -45,10 +46,7 @@ def read_pairs_tsv(path: Path) -> list[PairExample]:
 def _pair(path: Path, line_no: int, record: dict[str, Any]) -> PairExample:
     label, text_a, text_b = (record.get(k) for k in ("label", "text_a", "text_b"))
     if str(label) not in ("0", "1") or not text_a or not text_b:
-        raise ValueError(
-            f"{path}:{line_no}: a pair needs label 0 or 1 and two non-empty texts; "
-            f"got label {label!r}"
-        )
+        raise ValueError(f"{path}:{line_no}: a pair needs label 0 or 1 and two non-empty texts")
     return PairExample(str(record.get("id", line_no)), str(text_a), str(text_b), int(label))
 
 

@@ -2,7 +2,8 @@
 ``token ... tag`` file), CoNLL-U and SQuAD v1.1 JSON (``trainables.data.own_formats``
 has the others; ``trainables.data.loading`` picks one by format). Each reads a whole
 file into the example types of ``trainables.data.examples``; malformed input raises
-``ValueError`` naming the file, the line and the rule it breaks.
+``ValueError`` naming the file, the line and the rule it breaks, never quoting the
+file's text (a message reaches MLflow and the service's pages).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def read_glue_tsv(path: Path) -> list[PairExample]:
         if header == QQP_HEADER:
             return _qqp_rows(path, rows)
     raise ValueError(
-        f"{path}: unknown GLUE TSV header {header!r}; expected MRPC {MRPC_HEADER!r} "
+        f"{path}: unknown GLUE TSV header of {len(header)} columns; expected MRPC {MRPC_HEADER!r} "
         f"or QQP {QQP_HEADER!r} (unlabelled test files cannot be read)"
     )
 
@@ -56,7 +57,7 @@ def _mrpc_rows(path: Path, rows: Iterable[list[str]]) -> list[PairExample]:
         if len(row) != len(MRPC_HEADER) or row[0] not in ("0", "1"):
             raise ValueError(
                 f"{path}:{line_no}: an MRPC row needs 5 tab-separated columns with "
-                f"Quality 0 or 1; got {len(row)} columns starting {row[:1]!r}"
+                f"Quality 0 or 1; got {len(row)} columns"
             )
         quality, id_a, id_b, text_a, text_b = row
         examples.append(PairExample(f"{id_a}-{id_b}", text_a, text_b, int(quality)))
@@ -103,7 +104,10 @@ def read_conll2003(path: Path) -> list[TaggedSentence]:
                 tokens, tags = [], []
                 continue
             if len(columns) < 2:
-                raise ValueError(f"{path}:{line_no}: expected 'token ... tag', got {line!r}")
+                raise ValueError(
+                    f"{path}:{line_no}: expected 'token ... tag', got one word of "
+                    f"{len(line.strip())} characters"
+                )
             tokens.append(columns[0])
             tags.append(columns[-1])
     if tokens:

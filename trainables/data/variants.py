@@ -4,7 +4,8 @@ The paper built them from QQP (363,871 training pairs, 37% positive) by
 augmenting or down-sampling each class. Here a variant is what the paper did to
 each class, as a factor on that class's count, so that it means the same thing
 on any binary set. "Positive" is the scored class (the spec's
-``task.positive_label``, label 1 unless set), "negative" the other one. A
+``task.positive_label``, else the training file's minority class, as the paper's
+QQP duplicates: ``trainables.data.classes``), "negative" the other one. A
 factor is the paper's count of the class in the variant over its count in the
 original, from the sizes and shares the paper states; a class the paper left
 alone keeps factor 1:
@@ -25,9 +26,9 @@ variant                positives               negatives               QQP in th
 rounded half up. So every variant moves the positive share the way the paper's
 did, whatever the original share: up for ``+positive`` and ``-negative``, down
 for ``+negative``, unchanged for ``+positive&negative``. On QQP's 37% the shares
-are the paper's (50, 21, 50, 37%); on MRPC (3,668 pairs, 2,474 = 67.45% of them
-label 1, the scored class) they are 77.9, 48.4, 77.9 and 67.4% (docs/sweeps.md
-lists the counts).
+are the paper's (50, 21, 50, 37%); on MRPC (3,668 pairs, 1,194 = 32.55% of them
+label 0, "not paraphrase", the minority and so the scored class) they are 45.1,
+17.9, 45.1 and 32.5% (docs/sweeps.md lists the counts).
 
 Augmented pairs are made by ``trainables.data.augment`` (mention swaps) and are
 new pairs: none equals another pair of the set, in either sentence order. Which
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from trainables.data.augment import MentionPool, augment, can_augment
+from trainables.data.classes import minority_label
 from trainables.data.examples import PairExample
 
 VARIANT_NAMES = ("original", "+positive", "+negative", "-negative", "+positive&negative")
@@ -89,7 +91,7 @@ class VariantPlan:
     name: str
     kept: tuple[int, int]
     added: tuple[int, int]
-    positive: int = 1
+    positive: int
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -127,8 +129,9 @@ def _round_half_up(value: Fraction) -> int:
     return int(value + Fraction(1, 2)) if value >= 0 else -int(-value + Fraction(1, 2))
 
 
-def plan_variant(name: str, counts: Sequence[int], positive: int = 1) -> VariantPlan:
-    """The kept and added counts per label of variant ``name`` (rules in the module doc).
+def plan_variant(name: str, counts: Sequence[int], positive: int | None = None) -> VariantPlan:
+    """The kept and added counts per label of variant ``name`` (rules in the module doc),
+    around the ``positive`` label (None: the minority of ``counts``).
 
     Raises:
         ValueError: an unknown variant name (the message lists the valid ones),
@@ -141,6 +144,8 @@ def plan_variant(name: str, counts: Sequence[int], positive: int = 1) -> Variant
         raise ValueError(
             f"variant {name!r} needs a binary set with both labels present; counts {list(counts)}"
         )
+    if positive is None:
+        positive = minority_label(counts)
     if positive not in (0, 1):
         raise ValueError(f"the positive label must be 0 or 1, got {positive!r}")
     kept, added = [0, 0], [0, 0]
@@ -152,9 +157,10 @@ def plan_variant(name: str, counts: Sequence[int], positive: int = 1) -> Variant
 
 
 def make_variant(
-    examples: Sequence[PairExample], name: str, seed: int = 0, positive: int = 1
+    examples: Sequence[PairExample], name: str, seed: int = 0, positive: int | None = None
 ) -> list[PairExample]:
-    """Build variant ``name`` of a binary set: a new list, deterministic for ``seed``.
+    """Build variant ``name`` of a binary set around the ``positive`` label (None: the
+    minority of ``examples``): a new list, deterministic for ``seed``.
 
     Kept originals come first in their input order, then the augmented pairs.
     Down-sampling draws without replacement; augmentation copies templates of

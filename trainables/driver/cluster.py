@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from search_spaces.settings import DicesweepSettings
+from search_spaces.settings import DicesweepSettings, forwarded_settings
 from search_spaces.spec import SweepSpec
 
 
@@ -14,7 +14,9 @@ def start_ray(settings: DicesweepSettings, num_cpus: int | None) -> None:
     """Join ``DICESWEEP_RAY_ADDRESS``, or start a local head; trials get our settings."""
     import ray
 
-    env = {k: v for k, v in os.environ.items() if k.startswith(("DICESWEEP_", "HF_"))}
+    # By name: Ray logs a runtime environment, and secrets (an HF token, an API key)
+    # reach a local head's workers through the environment they inherit.
+    env = forwarded_settings()
     env.setdefault("DICESWEEP_HOME", str(settings.home))
     # Trials' own output (progress bars, checkpoint notices) stays in their workers'
     # logs (a local head's: <home>/ray/session_latest/logs/worker-*); the driver shows

@@ -30,11 +30,13 @@ from typing import Any
 from ray.tune import Callback
 
 from search_spaces.dataset_refs import dataset_label
-from search_spaces.reports import loss_label
+from search_spaces.reports import degenerate_reason, loss_label
+from search_spaces.sections import trial_training
 
 HEARTBEAT_S = 30.0  # piped: a line at least this often
 REFRESH_PER_SECOND = 2  # on a terminal: redraws, whatever happens
 ENDED = ("TERMINATED", "ERROR")  # Tune's statuses of a trial that will not run again
+NO_TRIAL_LEARNED = "none (no trial learned)"  # while every scored trial is degenerate
 
 
 def trial_label(config: dict[str, Any]) -> str:
@@ -60,35 +62,48 @@ class TrialState:
     epoch: float | None = None  # of the latest evaluation; fractional between epochs
     epochs: int | None = None
     value: float | None = None  # the metric at the latest evaluation
+    degenerate: bool = False  # its latest evaluation's predictions show it learned nothing
+    steps: int | None = None  # optimiser steps at the latest evaluation
+    max_steps: int | None = None  # training.max_steps: the trial's length instead of epochs
 
     @property
     def progress(self) -> float:
         """The share of the trial's work done, 0 to 1: 1 once it ended, else the
-        epochs evaluated of its epochs."""
+        steps run of its ``max_steps``, or the epochs evaluated of its epochs."""
         if self.status in ENDED:
             return 1.0
+        if self.max_steps:
+            return min((self.steps or 0) / self.max_steps, 1.0)
         if not self.epoch or not self.epochs:
             return 0.0
         return min(self.epoch / self.epochs, 1.0)
 
     def state(self, metric: str) -> str:
-        """``"epoch 1.5/3  eval_f1 71.50"``; ``"starting"`` before its first evaluation."""
+        """``"epoch 1.5/3  eval_f1 71.50"`` (``"step 120/500 ..."`` with ``max_steps``);
+        ``"starting"`` before its first evaluation."""
         if self.epoch is None:
             return "starting"
-        text = f"epoch {round(self.epoch, 2):g}/{self.epochs or '?'}"
+        if self.max_steps:
+            text = f"step {self.steps or 0}/{self.max_steps}"
+        else:
+            text = f"epoch {round(self.epoch, 2):g}/{self.epochs or '?'}"
         return text + (f"  {metric} {self.value:.2f}" if self.value is not None else "")
 
 
 def trial_state(trial: Any, metric: str, label: str) -> TrialState:
     """The state of a Tune ``Trial`` (its status, config and last result)."""
     result = trial.last_result or {}
-    epoch, value = result.get("epoch"), result.get(metric)
+    epoch, value, steps = result.get("epoch"), result.get(metric), result.get("optimizer_steps")
+    training = trial_training(trial.config) if "training" in trial.config else {}
     return TrialState(
         label=label,
         status=trial.status,
         epoch=float(epoch) if epoch is not None else None,
-        epochs=trial.config.get("training", {}).get("epochs"),
+        epochs=training.get("epochs"),
         value=float(value) if value is not None else None,
+        degenerate=degenerate_reason(result, metric) is not None,
+        steps=int(steps) if steps is not None else None,
+        max_steps=training.get("max_steps"),
     )
 
 
@@ -144,20 +159,29 @@ class Snapshot:
         return 100.0 * self.ended / self.total if self.total else 100.0
 
     @property
+    def scored(self) -> list[TrialState]:
+        """The trials with a latest metric; failed trials do not count (the table
+        leaves them out)."""
+        return [t for t in self.trials if t.value is not None and t.status != "ERROR"]
+
+    @property
     def best(self) -> TrialState | None:
-        """The trial with the highest latest metric; failed trials do not count (the
-        table leaves them out)."""
-        scored = [t for t in self.trials if t.value is not None and t.status != "ERROR"]
-        return max(scored, key=lambda t: t.value or 0.0, default=None)  # never None here
+        """The scored trial with the highest latest metric among those whose latest
+        predictions are not degenerate (``degenerate_reason``)."""
+        learned = [t for t in self.scored if not t.degenerate]
+        return max(learned, key=lambda t: t.value or 0.0, default=None)  # never None here
 
     def counts(self) -> str:
         """``"1 running, 2 done, 0 failed"``."""
         return f"{len(self.running)} running, {self.done} done, {self.failed} failed"
 
     def best_text(self) -> str | None:
-        """``"eval_f1 84.20: dsc(alpha=0.1) seed=1 mrpc/original"``."""
+        """``"eval_f1 84.20: dsc(alpha=0.1) seed=1 mrpc/original"``; ``"none (no trial
+        learned"`` while every scored trial is degenerate."""
         best = self.best
-        return f"{self.metric} {best.value:.2f}: {best.label}" if best else None
+        if best is None:
+            return NO_TRIAL_LEARNED if self.scored else None
+        return f"{self.metric} {best.value:.2f}: {best.label}"
 
     def line(self) -> str:
         """One plain line: ``[0:01:12] 3/8 trials (38%): 2 running, 3 done, 0 failed ...``."""

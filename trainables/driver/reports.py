@@ -26,6 +26,7 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
+from search_spaces.reports.budget import budget_frame, reported_rows, with_budget_curves
 from search_spaces.reports.formats import format_value
 from search_spaces.reports.tables import loss_label
 
@@ -72,12 +73,17 @@ def write_reports(
     metric: str,
     failed: Iterable[dict[str, Any]] = (),
     name: str | None = None,
+    random_sampling: bool = False,
 ) -> str:
     """Attach the table of ``metric`` over ``rows`` in the paper's layout (Markdown, CSV,
     LaTeX, HTML, JSON, PNG; titled ``name``), the paired tests against the baseline and
     the rows themselves, and log the table's numbers and the best cell of each row as
-    metrics of the parent run (``table_metrics``); returns the table as Markdown."""
-    table = with_failures(paper_table(rows, metric, title=name), failed)
+    metrics of the parent run (``table_metrics``); returns the table as Markdown.
+    Stage-1 rows (a two-stage sweep's) are left out of the table and give its budget
+    curves instead (``budget_curves.csv``, and under the table in every format), read
+    as random draws where ``random_sampling``."""
+    table = paper_table(reported_rows(rows), metric, title=name)
+    table = with_failures(with_budget_curves(table, rows, random_sampling), failed)
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
     baseline = table.attrs["baseline"]
     tests = paired_test(rows, rows_key, cols_key, metric, baseline) if baseline else pd.DataFrame()
@@ -89,6 +95,9 @@ def write_reports(
         (out / "grid.html").write_text(to_html(table))
         (out / "grid.json").write_text(to_json(table))
         (out / "grid.png").write_bytes(to_png(table))
+        curves = budget_frame(table)
+        if not curves.empty:
+            curves.to_csv(out / "budget_curves.csv", index=False)
         tests.to_csv(out / "paired_tests.csv", index=False)
         rows.to_csv(out / "trials.csv", index=False)
         client.log_artifacts(run_id, folder, artifact_path="report")
@@ -109,19 +118,22 @@ def tuned_by_label(chosen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 
 def table_metrics(table: pd.DataFrame) -> dict[str, float]:
     """The table as MLflow metrics of the parent run, so the runs list compares sweeps:
-    ``best_<metric>/<row>`` (the row's best cell mean, e.g. a loss's best over the
-    variants) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
-    value, ``grid/<row>/<column>/collapsed`` for every cell with collapsed seeds (left
-    out of its mean); labels are made metric-name safe (``metric_key``)."""
+    ``best_<metric>/<row>`` (the row's best cell mean among its cells without
+    degenerate trials, e.g. a loss's best over the variants; none where every cell
+    holds one) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
+    value, ``grid/<row>/<column>/degenerate`` for every cell with degenerate seeds (in
+    its mean); labels are made metric-name safe (``metric_key``)."""
     metric = table.attrs["metric"]
+    degenerate = table.attrs.get("degenerate_cells") or {}
     metrics: dict[str, float] = {
-        f"grid/{metric_key(row)}/{metric_key(column)}/collapsed": float(count)
-        for (row, column), count in (table.attrs.get("collapsed_cells") or {}).items()
+        f"grid/{metric_key(row)}/{metric_key(column)}/degenerate": float(count)
+        for (row, column), count in degenerate.items()
     }
     for row in table.index:
         means = table.loc[row].xs("mean", level="stat").astype(float)
-        if means.notna().any():
-            metrics[f"best_{metric}/{metric_key(row)}"] = float(means.max())
+        learned = means[[(row, column) not in degenerate for column in means.index]]
+        if learned.notna().any():
+            metrics[f"best_{metric}/{metric_key(row)}"] = float(learned.max())
         for column in means.index:
             for stat in ("mean", "std", "delta"):
                 value = float(table.at[row, (column, stat)])

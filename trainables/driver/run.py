@@ -34,7 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from search_spaces.checks import dataset_issues, model_folder, model_issues
+import pandas as pd
+
+from search_spaces.checks import dataset_issues, local_file_issues, model_folder, model_issues
+from search_spaces.data_roots import allowed_roots
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.lineage import (
@@ -47,6 +50,7 @@ from search_spaces.lineage import (
     TUNED_TAG,
 )
 from search_spaces.presets import resolve_spec
+from search_spaces.reports.budget import stage_one_is_random
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, stage_counts, trial_count, validate_spec
@@ -313,6 +317,13 @@ def run(
     unfinished = count_unfinished(experiment_path(settings.storage_path, sweep_id, stage), expected)
     if unfinished:
         return interrupted(client, experiment, parent, sweep_id, unfinished)
+    # What an outage or a dead driver left unwritten, from Tune's own results.
+    repaired = logger.backfill([*stage_one, *results])
+    if repaired:
+        print(
+            f"sweep {sweep_id}: {repaired} trial run(s) completed from Tune's results",
+            file=sys.stderr,
+        )
     return report(spec, sweep_id, client, parent, results, stage_one)
 
 
@@ -400,7 +411,14 @@ def report(
         )
     if not rows.empty:
         name = spec.name or spec.extends or sweep_id
-        print(write_reports(client, parent, rows, spec.search.metric, failed, name))
+        # Stage 1's rows too: the budget curves are drawn from them (the table is not).
+        reported = pd.concat([tune_rows, rows], ignore_index=True) if len(tune_rows) else rows
+        random_sampling = stage_one_is_random(spec.model_dump())
+        print(
+            write_reports(
+                client, parent, reported, spec.search.metric, failed, name, random_sampling
+            )
+        )
     if not tune_rows.empty:
         client.log_text(parent, tune_rows.to_csv(index=False), "report/tune_trials.csv")
     status = "FAILED" if len(failed) == len(results) else "FINISHED"
@@ -425,6 +443,11 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
     if args.resolved_spec:
         # Checked by the service; a model folder is relative to the data-sets folder.
         spec = validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
+        roots = allowed_roots(settings)
+        # What lies on disk may have changed since: checked again before trials open it.
+        issues = [] if roots is None else local_file_issues(spec, settings.datasets_dir, roots)
+        if issues:
+            raise SpecError(issues)
         return with_absolute_model(spec, settings.datasets_dir)
     raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
     spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))

@@ -22,11 +22,11 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.dataset_refs import dataset_label
+from search_spaces.dataset_refs import dataset_label, is_binary
 from search_spaces.lineage import (
     ATTEMPT_TAG,
-    COLLAPSED_TAG,
     DATASET_COUNT_TAG,
+    DEGENERATE_TAG,
     FAILURE_TAG,
     HOSTNAME_TAG,
     LOSS_LABEL_TAG,
@@ -34,11 +34,12 @@ from search_spaces.lineage import (
     NODE_TAG,
     ROLE_TAG,
     STAGE_TAG,
+    STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
 )
 from search_spaces.reports import loss_label
-from search_spaces.reports.tables import collapse_reason
+from search_spaces.reports.tables import degenerate_reason
 from search_spaces.sections import TrackingLink, TrialConfig
 
 log = logging.getLogger(__name__)
@@ -79,12 +80,17 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
     Every parameter of the trial's loss is a param, defaults included, so the runs
     table and charts line up ``loss.alpha`` of a tversky trial that left it at 0.5
     with one that set it; a loss without the parameter (``ce``) logs none rather than
-    a made-up value, and MLflow shows the cell empty.
+    a made-up value, and MLflow shows the cell empty. A binary set's ``positive_label``
+    is the spec's, or ``minority`` when the trial resolves it from its training file
+    (the label it took is the trial's metric ``positive_label``).
     """
     loss = trial.loss.model_dump(exclude_none=True)
     params = {"loss": str(loss.pop("name"))}
     params.update({f"loss.{key}": str(value) for key, value in loss.items()})
     params.update(dataset=dataset_label(trial.dataset), variant=trial.variant, model=trial.model)
+    if is_binary(trial.dataset, trial.kind):
+        named = trial.positive_label
+        params["positive_label"] = "minority" if named is None else str(named)
     params["seed"] = str(trial.seed)
     for key, value in trial.training.model_dump().items():
         params[f"training.{key}"] = str(value)
@@ -116,16 +122,22 @@ class TrialLogger(Callback):  # type: ignore[misc]
     Tune's hooks only queue the writes: one thread of the logger's own makes them, in
     the order the hooks came, so Tune's loop never waits for the tracking store and
     goes on starting trials. ``flush`` (and the end of the experiment) waits until
-    every queued write is made. A write that fails is logged and the sweep goes on.
+    every queued write is made. A write that fails is tried again, with a growing
+    pause, while the tracking store is away (up to ``outage_s``; the writes after it
+    wait their turn), so an outage delays metrics rather than dropping them. What is
+    still missing at the end (an outage longer than that, a driver that died with
+    writes queued) is written by ``backfill`` from Tune's own results.
     """
 
-    def __init__(self, link: TrackingLink, client: Any = None) -> None:
+    def __init__(self, link: TrackingLink, client: Any = None, outage_s: float = 3600) -> None:
         self.link = link
+        self.outage_s = outage_s
         self._client = client
         self._runs: dict[str, str] = {}  # Ray trial id -> MLflow run id
         self._last_step: dict[str, int] = {}
         self._nodes: dict[str, str] = {}  # Ray trial id -> the node its run is tagged with
         self._several_datasets: bool | None = None  # read from the parent on first use
+        self._ended: set[str] = set()  # trials whose run this driver closed
         self._writes: queue.Queue[Callable[[], object]] | None = None
         self._writes_guard = threading.Lock()
 
@@ -147,10 +159,11 @@ class TrialLogger(Callback):  # type: ignore[misc]
             "_last_step": {},
             "_nodes": {},
             "_several_datasets": None,
+            "outage_s": self.outage_s,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock())
+        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock(), _ended=set())
 
     def later(self, write: Callable[[], object]) -> None:
         """Queue ``write`` for the logger's thread (started on first use)."""
@@ -168,16 +181,38 @@ class TrialLogger(Callback):  # type: ignore[misc]
         if self._writes is not None:
             self._writes.join()
 
-    @staticmethod
-    def _write_all(writes: queue.Queue[Callable[[], object]]) -> None:
+    def _write_all(self, writes: queue.Queue[Callable[[], object]]) -> None:
         while True:
             write = writes.get()
             try:
-                write()
-            except Exception:  # the tracking store failed: the trials go on
-                log.exception("an MLflow write of the sweep's trial runs failed")
+                self._write_through_outage(write)
             finally:
                 writes.task_done()
+
+    def _write_through_outage(self, write: Callable[[], object]) -> None:
+        """``write()``, tried again while the tracking store fails, for ``outage_s`` at
+        most (then it is given up: ``backfill`` writes what it held at the end)."""
+        failed_since = None
+        pause = 1.0
+        while True:
+            try:
+                write()
+            except Exception as error:  # the tracking store failed: the trials go on
+                now = time.monotonic()
+                if failed_since is None:
+                    failed_since = now
+                    log.warning("MLflow write failed, trying again until it answers: %s", error)
+                if now - failed_since >= self.outage_s:
+                    log.exception("an MLflow write of the sweep's trial runs was given up")
+                    return
+                time.sleep(pause)
+                pause = min(pause * 2, 30.0)
+            else:
+                if failed_since is not None:
+                    log.warning(
+                        "MLflow answers again after %.0f s", time.monotonic() - failed_since
+                    )
+                return
 
     def several_datasets(self) -> bool:
         """Whether the sweep covers more than one data set, as its parent run says (a
@@ -231,12 +266,17 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self, trial_id: str, config: Mapping[str, Any], result: Mapping[str, Any]
     ) -> None:
         """Log what the trial reported (Tune's own fields left out) at its step."""
-        from mlflow.entities import Metric
-
         run_id = self.run_id(trial_id, config)
         step = int(result.get("step", 0))
         if step <= self._last_step.get(trial_id, -1):
             return
+        self._log_metrics(run_id, step, result)
+        self._last_step[trial_id] = step
+        self.log_node(trial_id, run_id, result)
+
+    def _log_metrics(self, run_id: str, step: int, result: Mapping[str, Any]) -> None:
+        from mlflow.entities import Metric
+
         now = int(time.time() * 1000)
         batch = [
             Metric(key, float(value), now, step)
@@ -244,10 +284,9 @@ class TrialLogger(Callback):  # type: ignore[misc]
             if key not in AUTO_RESULT_KEYS  # what Tune adds to every result
             and isinstance(value, int | float)
             and not isinstance(value, bool)
+            and value == value  # a NaN cell of Tune's results table: not reported
         ]
         self.client.log_batch(run_id, metrics=batch)
-        self._last_step[trial_id] = step
-        self.log_node(trial_id, run_id, result)
 
     def log_node(self, trial_id: str, run_id: str, result: Mapping[str, Any]) -> None:
         """Tag the run with the Ray node (id, host name, IP) that reported ``result``, when
@@ -275,16 +314,77 @@ class TrialLogger(Callback):  # type: ignore[misc]
         config: Mapping[str, Any],
         status: str,
         reason: str | None = None,
-        collapsed: str | None = None,
+        degenerate: str | None = None,
+        stopped: str | None = None,
     ) -> None:
         """End the trial's run: FAILED with its ``reason``, or FINISHED (a scheduler's
-        stop too), tagged ``collapsed`` with why when its model learned nothing."""
+        stop too) with why it ``stopped``, tagged ``degenerate`` with why when its dev
+        predictions show that its model
+        learned nothing."""
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
-        if collapsed is not None:
-            self.client.set_tag(run_id, COLLAPSED_TAG, collapsed)
+        if stopped is not None:
+            self.client.set_tag(run_id, STOP_TAG, stopped)
+        if degenerate is not None:
+            self.client.set_tag(run_id, DEGENERATE_TAG, degenerate)
         self.client.set_terminated(run_id, status=status)
+        self._ended.add(trial_id)
+
+    def backfill(self, results: Any) -> int:
+        """Make each ended trial's run whole from Tune's results (a ``ResultGrid``):
+        the evaluations it lacks, then its final status. A run this driver saw end is
+        whole already; the others (ended while the tracking store was away for longer
+        than ``outage_s``, or under a driver that died with writes queued) are checked.
+        Returns how many runs were repaired.
+
+        Raises:
+            MlflowException: the tracking store did not answer (the sweep's driver then
+                fails, is resubmitted and backfills again).
+        """
+        repaired = 0
+        for result in results:
+            trial_id = str((result.metrics or {}).get("trial_id", ""))
+            if not trial_id or trial_id in self._ended:
+                continue
+            run_id = self._existing_run(trial_id, result.config)
+            missing = self._unlogged(run_id, result.metrics_dataframe)
+            if not missing and self.client.get_run(run_id).info.status in ("FINISHED", "FAILED"):
+                continue
+            for reported in missing:
+                self._log_metrics(run_id, int(reported["step"]), reported)
+            if result.error is not None:
+                from trainables.driver.reports import failure_reason
+
+                self.finish(trial_id, result.config, "FAILED", failure_reason(result.error))
+            else:
+                degenerate = degenerate_reason(result.metrics or {})
+                self.finish(trial_id, result.config, "FINISHED", degenerate=degenerate)
+            repaired += 1
+        return repaired
+
+    def _existing_run(self, trial_id: str, config: Mapping[str, Any]) -> str:
+        """The trial's run, found without counting an attempt (a repair is none), or
+        opened when the tracking store never got it."""
+        from trainables.train import parse_config
+
+        identity = {SWEEP_TAG: parse_config(dict(config)).sweep_id, TRIAL_TAG: trial_id}
+        run_id = self._runs.get(trial_id) or find_run(
+            self.client, self.link.experiment_id, identity
+        )
+        if run_id is None:
+            return self.run_id(trial_id, config)
+        self._runs[trial_id] = run_id
+        return run_id
+
+    def _unlogged(self, run_id: str, reported: Any) -> list[dict[str, Any]]:
+        """The results in ``reported`` (Tune's data frame of a trial's results) whose step
+        the run does not hold, oldest first."""
+        if reported is None or reported.empty or "step" not in reported:
+            return []
+        logged = {int(m.step) for m in self.client.get_metric_history(run_id, "step")}
+        rows = reported.to_dict(orient="records")
+        return [row for row in rows if int(row["step"]) not in logged]
 
     # Ray Tune's hooks: each queues its write (``later``).
 
@@ -303,9 +403,16 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.later(lambda: self.recovered(trial_id))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        trial_id, config = trial.trial_id, dict(trial.config)
-        collapsed = collapse_reason(trial.last_result or {})
-        self.later(lambda: self.finish(trial_id, config, "FINISHED", collapsed=collapsed))
+        trial_id, config, last = trial.trial_id, dict(trial.config), trial.last_result or {}
+        degenerate = degenerate_reason(last)
+        # The trainable's last report says why it stopped; without one, the scheduler
+        # stopped it after an earlier evaluation.
+        stopped = str(last.get("stop_reason") or "scheduler")
+        self.later(
+            lambda: self.finish(
+                trial_id, config, "FINISHED", degenerate=degenerate, stopped=stopped
+            )
+        )
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         from trainables.driver.reports import failure_reason

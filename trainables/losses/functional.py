@@ -13,6 +13,10 @@ log-mass, and powers are ``exp(alpha * log(1 - p))``), so ``(1 - p)^alpha`` stay
 finite, with finite gradients, at logits of +-100 in every dtype (the official
 code's NaN once ``p`` rounds to 1); a ratio whose numerator is exactly 0 is 0 even
 where its denominator underflows (``smooth=0``).
+
+OHEM (``ohem_ratio > 0``, dice and dsc): per class, the positions that count are
+the valid positives and the ``floor(ohem_ratio x positives)`` valid negatives with
+the highest probability of that class (the hardest); the others count as masked.
 """
 
 from __future__ import annotations
@@ -23,7 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from trainables.losses.inputs import IGNORE_INDEX, Flat, flatten_inputs, probabilities
+from trainables.losses.inputs import (
+    IGNORE_INDEX,
+    Flat,
+    Probabilities,
+    flatten_inputs,
+    probabilities,
+)
 
 Scope = Literal["example", "set"]
 Classes = Literal["mean", "sum"]
@@ -81,16 +91,18 @@ def dice_loss(
     square: bool = True,
     scope: Scope = "example",
     classes: Classes = "mean",
+    ohem_ratio: float = 0.0,
 ) -> Tensor:
     """Dice loss, eq. 7 (squared denominator) or eq. 6 (``square=False``).
 
     Per position and class: ``1 - (2 p y + s) / (p^2 + y^2 + s)``, or with the
-    linear denominator ``p + y + s``.
+    linear denominator ``p + y + s``. ``ohem_ratio > 0``: only the hardest negatives.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     numer, denom = _dice_terms(probs.p, probs.y, square)
-    return _overlap(numer, denom, flat, smooth, scope, classes)
+    counted = _ohem_weight(flat, probs, ohem_ratio)
+    return _overlap(numer, denom, flat, smooth, scope, classes, counted)
 
 
 def tversky_loss(
@@ -125,18 +137,21 @@ def dsc_loss(
     square: bool = False,
     scope: Scope = "example",
     classes: Classes = "mean",
+    ohem_ratio: float = 0.0,
 ) -> Tensor:
     """Self-adjusting dice, eq. 11/12: ``1 - (2 q y + s) / (q + y + s)``, ``q = (1-p)^alpha p``.
 
     ``square=True`` uses ``q^2 + y^2`` in the denominator. ``alpha = 0`` gives
     linear dice. For a positive the loss is lowest at ``p = 1 / (1 + alpha)``.
     ``q = exp(alpha log(1 - p) + log p)``: finite, with a finite gradient, at any logit.
+    ``ohem_ratio > 0``: only the hardest negatives, ranked by ``p``.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     q = torch.exp(alpha * probs.log1m_p + probs.log_p)
     numer, denom = _dice_terms(q, probs.y, square)
-    return _overlap(numer, denom, flat, smooth, scope, classes)
+    counted = _ohem_weight(flat, probs, ohem_ratio)
+    return _overlap(numer, denom, flat, smooth, scope, classes, counted)
 
 
 def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
@@ -144,20 +159,60 @@ def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
     return 2 * u * y, (u * u + y * y) if square else (u + y)
 
 
+def _ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Tensor | None:
+    """``(N, C)``: 1 where a position counts for a class under OHEM, else 0; ``None``
+    when OHEM is off (every valid position counts for every class).
+
+    Per class: every valid positive, and the ``floor(ratio x positives)`` valid
+    negatives with the highest ``log p`` (ties to the lower index); invalid positions
+    are never chosen. The choice is discrete, so it carries no gradient.
+    """
+    if ratio == 0:
+        return None
+    valid = flat.valid.unsqueeze(-1)
+    positive = valid & (probs.y > 0.5)
+    negative = valid & (probs.y <= 0.5)
+    # The epsilon keeps a product like 10 x 0.7 = 7.000000000000001 or 100 x 0.29 =
+    # 28.999999999999996 from losing one negative to binary rounding.
+    allowed = torch.floor(positive.sum(0).double() * ratio + 1e-9).long()
+    keep = torch.minimum(allowed, negative.sum(0))
+    hardness = probs.log_p.detach().masked_fill(~negative, -torch.inf)
+    order = torch.sort(hardness, dim=0, descending=True, stable=True).indices
+    rank = torch.empty_like(order).scatter_(
+        0, order, torch.arange(order.shape[0], device=order.device).unsqueeze(-1).expand_as(order)
+    )
+    kept = positive | (negative & (rank < keep))
+    return kept.to(flat.logits.dtype)
+
+
 def _overlap(
-    numer: Tensor, denom: Tensor, flat: Flat, smooth: float, scope: Scope, classes: Classes
+    numer: Tensor,
+    denom: Tensor,
+    flat: Flat,
+    smooth: float,
+    scope: Scope,
+    classes: Classes,
+    counted: Tensor | None = None,
 ) -> Tensor:
     """``1 - (n + s) / (d + s)`` per class, from ``(N, C)`` terms, reduced over classes.
 
     ``scope="example"`` takes the ratio per position and averages it over valid
     positions; ``scope="set"`` sums numerator and denominator over valid positions
-    first (the paper's footnote 3). ``classes`` then takes the mean or the sum of
-    the ``C`` per-class losses.
+    first (the paper's footnote 3). ``counted`` (OHEM's ``(N, C)`` choice) narrows the
+    valid positions per class. ``classes`` then takes the mean or the sum of the
+    ``C`` per-class losses.
     """
-    if scope == "example":
-        per_class = flat.mean_over_valid(1 - _ratio(numer + smooth, denom + smooth))
+    if counted is None:
+        if scope == "example":
+            per_class = flat.mean_over_valid(1 - _ratio(numer + smooth, denom + smooth))
+        else:
+            total_numer, total_denom = flat.sum_over_valid(numer), flat.sum_over_valid(denom)
+            per_class = 1 - _ratio(total_numer + smooth, total_denom + smooth)
+    elif scope == "example":
+        per_position = 1 - _ratio(numer + smooth, denom + smooth)
+        per_class = (counted * per_position).sum(0) / counted.sum(0).clamp_min(1)
     else:
-        total_numer, total_denom = flat.sum_over_valid(numer), flat.sum_over_valid(denom)
+        total_numer, total_denom = (counted * numer).sum(0), (counted * denom).sum(0)
         per_class = 1 - _ratio(total_numer + smooth, total_denom + smooth)
     return per_class.mean() if classes == "mean" else per_class.sum()
 

@@ -94,13 +94,22 @@ class DiceLoss(DicesweepLoss):
         square: bool = True,
         scope: Scope = "example",
         classes: Classes = "mean",
+        ohem_ratio: float = 0.0,
     ) -> None:
         super().__init__()
         self.smooth, self.square, self.scope, self.classes = smooth, square, scope, classes
+        self.ohem_ratio = ohem_ratio
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.dice_loss(
-            logits, target, mask, self.smooth, self.square, self.scope, self.classes
+            logits,
+            target,
+            mask,
+            self.smooth,
+            self.square,
+            self.scope,
+            self.classes,
+            self.ohem_ratio,
         )
 
 
@@ -141,12 +150,21 @@ class DSCLoss(DicesweepLoss):
         square: bool = False,
         scope: Scope = "example",
         classes: Classes = "mean",
+        ohem_ratio: float = 0.0,
     ) -> None:
         super().__init__()
         self.alpha, self.smooth, self.square = alpha, smooth, square
-        self.scope, self.classes = scope, classes
+        self.scope, self.classes, self.ohem_ratio = scope, classes, ohem_ratio
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.dsc_loss(
-            logits, target, mask, self.alpha, self.smooth, self.square, self.scope, self.classes
+            logits,
+            target,
+            mask,
+            self.alpha,
+            self.smooth,
+            self.square,
+            self.scope,
+            self.classes,
+            self.ohem_ratio,
         )

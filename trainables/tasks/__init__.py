@@ -12,12 +12,14 @@ from trainables.tasks.tagging import Tagging
 
 
 def build_task(
-    kind: TaskKind, labels: Sequence[str], positive: int = 1, no_answer: bool = False
+    kind: TaskKind, labels: Sequence[str], positive: int | None = None, no_answer: bool = False
 ) -> Task:
-    """The task adapter for ``kind`` (``positive``: the scored class of ``pi``;
-    ``no_answer``: ``mrc`` questions may have no answer, as in SQuAD v2); raises
+    """The task adapter for ``kind`` (``positive``: the scored class of ``pi``, required
+    there; ``no_answer``: ``mrc`` questions may have no answer, as in SQuAD v2); raises
     ``ValueError`` listing the valid kinds."""
     if kind == "pi":
+        if positive is None:
+            raise ValueError("a pi task needs its scored class (positive: 0 or 1)")
         return PairClassification(labels, positive)
     if kind in ("ner", "pos"):
         return Tagging(labels, kind=kind)

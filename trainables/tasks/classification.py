@@ -10,17 +10,17 @@ from torch import Tensor
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import PairExample
-from trainables.metrics import always_positive_f1, pi_metrics
+from trainables.metrics import pi_baselines, pi_metrics, top_prediction_share
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 
 class PairClassification(Task):
     """``[CLS] a [SEP] b [SEP]`` -> class logits ``(B, C)``; F1 of the positive class
-    (the spec's ``task.positive_label``, 1 unless set)."""
+    (the spec's ``task.positive_label``, else the training file's minority class)."""
 
     kind = "pi"
 
-    def __init__(self, labels: Sequence[str], positive: int = 1) -> None:
+    def __init__(self, labels: Sequence[str], positive: int) -> None:
         super().__init__(labels)
         self.positive = positive
 
@@ -66,7 +66,9 @@ class PairClassification(Task):
             gold += batch["labels"].tolist()
         return {
             **pi_metrics(predicted, gold, positive=self.positive),
-            # The sanity of the result (search_spaces.reports.tables.collapse_reason)
-            "baseline_f1": always_positive_f1(gold, self.positive),
-            "distinct_predictions": float(len(set(predicted))),
+            # What the model predicts, against the no-skill rules on the same pairs
+            # (search_spaces.reports.tables.degenerate_reason).
+            **pi_baselines(gold, self.positive),
+            "top_prediction_share": top_prediction_share(predicted),
+            "positive_prediction_share": 100.0 * predicted.count(self.positive) / len(predicted),
         }

@@ -24,7 +24,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import QAExample
 from trainables.losses import CELoss
-from trainables.metrics import normalize_answer, squad_metrics
+from trainables.metrics import normalize_answer, span_baselines, squad_metrics, top_prediction_share
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 MAX_ANSWER_TOKENS = 30
@@ -128,10 +128,13 @@ class SpanExtraction(Task):
                     predictions[examples[index].qid] = ""
         return {
             **squad_metrics(predictions, examples),
-            # The sanity of the result (search_spaces.reports.tables.collapse_reason):
-            # answering nothing scores the unanswerable questions' share (0 in SQuAD v1.1).
-            "baseline_f1": 100.0 * sum(not e.answers for e in examples) / len(examples),
-            "distinct_predictions": float(len({normalize_answer(a) for a in predictions.values()})),
+            # What the reader answers (a question without a span answers nothing), against
+            # the no-skill rule on the same questions
+            # (search_spaces.reports.tables.degenerate_reason).
+            **span_baselines(examples, self.no_answer),
+            "top_prediction_share": top_prediction_share(
+                normalize_answer(predictions.get(e.qid, "")) for e in examples
+            ),
         }
 
 

@@ -17,7 +17,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from trainables.data import TaggedSentence
 from trainables.losses import IGNORE_INDEX
-from trainables.metrics import majority_tag_accuracy, ner_metrics, pos_metrics
+from trainables.metrics import ner_metrics, pos_metrics, tagging_baselines, top_prediction_share
 from trainables.tasks.base import Batch, EncodeOptions, Feature, Task
 
 TRUNCATED = "<truncated>"  # a POS prediction for a cut-off word: never equal to a gold tag
@@ -95,10 +95,10 @@ class Tagging(Task):
                 gold.append(list(example.tags))
         return {
             **(ner_metrics if by_spans else pos_metrics)(predicted, gold),
-            # The sanity of the result (search_spaces.reports.tables.collapse_reason):
-            # tagging no entity scores 0; every word with the commonest tag, its accuracy.
-            "baseline_f1": 0.0 if by_spans else majority_tag_accuracy(gold),
-            "distinct_predictions": float(len({tag for tags in predicted for tag in tags})),
+            # What the model predicts, against the no-skill rule on the same words
+            # (search_spaces.reports.tables.degenerate_reason).
+            **tagging_baselines(gold, by_spans),
+            "top_prediction_share": top_prediction_share(t for tags in predicted for t in tags),
         }
 
     @property

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import pandas as pd
 from fastapi import APIRouter, Query, Response
 
+from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.deps import OwnerDep, SessionDep, TrackingDep
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.grid import MAX_MERGED_SWEEPS, MEDIA_TYPES, GridFormat, grid_of, render
-from sweep_service.api.trials import from_mlflow
-from sweep_service.results import merged_rows
+from sweep_service.api.trials import sweep_trials
 from sweep_service.store import get_sweep
 
 router = APIRouter(prefix="/grid", tags=["sweeps"], responses=documented(COMMON_ERRORS))
@@ -57,8 +58,11 @@ def read_merged_grid(
         )
     sweeps = [get_sweep(session, owner.id, sweep_id) for sweep_id in wanted]
     session.commit()  # the store is not held while MLflow is read
-    trials = from_mlflow(lambda: merged_rows(tracking, [sweep.id for sweep in sweeps]))
+    frames = [sweep_trials(tracking, sweep).assign(sweep=sweep.id) for sweep in sweeps]
+    trials = pd.concat(frames, ignore_index=True)
     subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
     title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
-    content, media_type = render(grid_of(trials, subject, title, rows, cols, metric), fmt)
+    random_sampling = all(stage_one_is_random(sweep.resolved_spec) for sweep in sweeps)
+    table = grid_of(trials, subject, title, rows, cols, metric, random_sampling)
+    content, media_type = render(table, fmt)
     return Response(content, media_type=media_type)

@@ -28,7 +28,7 @@ def healthz(session: SessionDep) -> HealthPublic:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses=documented({401: COMMON_ERRORS[401], 503: COMMON_ERRORS[503]}),
+    responses=documented({code: COMMON_ERRORS[code] for code in (401, 429, 503)}),
 )
 def metrics(owner: OwnerDep, collected: MetricsDep) -> Response:
     """Request counts and latencies by route template and status, sweeps submitted."""

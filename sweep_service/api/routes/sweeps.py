@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
+from starlette.concurrency import run_in_threadpool
 
 from search_spaces.presets import list_presets
+from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
     RunnerDep,
+    ServicesDep,
     SessionDep,
     SettingsDep,
     SweepDep,
@@ -31,13 +35,11 @@ from sweep_service.api.schemas import (
 from sweep_service.api.trials import (
     best_trial,
     experiment_base,
-    from_mlflow,
     mlflow_links,
     sweep_trials,
     trial_counts,
     trial_page,
 )
-from sweep_service.results import trial_rows
 from sweep_service.store import Sweep, list_sweeps
 from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
@@ -104,11 +106,12 @@ def create_sweep(
     session: SessionDep,
     settings: SettingsDep,
     metrics: MetricsDep,
+    runner: RunnerDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    draft = validate_submission(settings, spec.root)
+    draft = validate_submission(settings, spec.root, runner)
     sweep, created = store_sweep(session, owner.id, draft, idempotency_key=idempotency_key)
     if created:
         metrics.sweeps_submitted.inc()
@@ -158,7 +161,7 @@ def read_trials(
 ) -> TrialsPublic:
     """The sweep's trials as MLflow holds them, one page at a time, each with its link
     into the MLflow UI."""
-    rows = sweep_trials(tracking, sweep.id)
+    rows = sweep_trials(tracking, sweep)
     experiment = experiment_base(settings.mlflow_ui, sweep)
     data, next_token = trial_page(rows, min(limit, MAX_PAGE_SIZE), page_token, experiment)
     return TrialsPublic(data=data, count=len(rows), next_page_token=next_token)
@@ -178,9 +181,10 @@ def read_trials(
         ),
     },
 )
-def read_grid(
+async def read_grid(
     sweep: SweepDep,
     tracking: TrackingDep,
+    services: ServicesDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
@@ -189,9 +193,16 @@ def read_grid(
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
     delta against ``ce`` marked where the paired test finds it significant, the best
     per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
-    trials = from_mlflow(lambda: trial_rows(tracking, sweep.id))
-    table = grid_of(trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric)
-    content, media_type = render(table, fmt)
+    # Async: a PNG is awaited without holding a request thread (PngRenderer).
+    trials = await run_in_threadpool(sweep_trials, tracking, sweep)
+    random_sampling = stage_one_is_random(sweep.resolved_spec)
+    table = await run_in_threadpool(
+        grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling
+    )
+    if fmt is GridFormat.PNG:
+        content = await asyncio.wrap_future(services.png.png(table))
+        return Response(content, media_type=MEDIA_TYPES[fmt])
+    content, media_type = await run_in_threadpool(render, table, fmt)
     return Response(content, media_type=media_type)
 
 

@@ -1,12 +1,13 @@
-"""Sweeps keep the state of their two-stage tuning (search_spaces.tuning): the stage
-that runs and each loss's chosen settings.
+"""A finished sweep keeps its trials' rows.
 
 Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-25
 
-The reconciler fills it from MLflow with the rest of the trials' progress; a sweep
-without ``tune`` keeps it null.
+The reconciler stores them when it reads a finished sweep for the last time, so the
+sweep's table and trials are served without MLflow (``GET /v1/sweeps/{id}/grid``
+answers during an MLflow outage). Sweeps that finished before this revision keep
+being read from MLflow.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("sweeps") as batch:
-        batch.add_column(sa.Column("tuning", sa.JSON(), nullable=True))
+        batch.add_column(sa.Column("trial_rows", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("sweeps") as batch:
-        batch.drop_column("tuning")
+        batch.drop_column("trial_rows")

@@ -1,0 +1,133 @@
+"""``degenerate_reason``'s rule at its edges: the near-constant threshold against the
+dev set's own majority share, the no-skill rule on the sweep's metric, and the trials
+recorded before the prediction shares (judged by what they did report). The rule on
+real predictions and the tables' rendering: tests/trainables/test_degenerate_trials.py."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from search_spaces.reports import paper_table, to_markdown
+from search_spaces.reports.tables import degenerate_reason, no_skill_baselines
+
+MRPC = {"eval_baseline_f1": 81.22, "eval_baseline_accuracy": 68.38}  # MRPC dev's rules
+
+
+@pytest.mark.parametrize(
+    ("metrics", "reason"),
+    [
+        # PI: 403 of 408 pairs positive is near-constant, 92% is not.
+        (
+            {
+                **MRPC,
+                "eval_f1": 81.8,
+                "eval_top_prediction_share": 98.77,
+                "eval_positive_prediction_share": 98.77,
+            },
+            "predicts positive for 98.8% of pairs",
+        ),
+        (
+            {
+                **MRPC,
+                "eval_f1": 84.0,
+                "eval_top_prediction_share": 92.0,
+                "eval_positive_prediction_share": 92.0,
+            },
+            None,
+        ),
+        # Tagging on a set whose dev words are 97% O: 98.5% O is judged by its F1 ...
+        (
+            {
+                "eval_f1": 41.0,
+                "eval_baseline_f1": 0.0,
+                "eval_baseline_accuracy": 97.0,
+                "eval_top_prediction_share": 98.5,
+            },
+            None,
+        ),
+        # ... and 99.8% O is near-constant (under a tenth of the dev set's other tags).
+        (
+            {
+                "eval_f1": 3.0,
+                "eval_baseline_f1": 0.0,
+                "eval_baseline_accuracy": 97.0,
+                "eval_top_prediction_share": 99.8,
+            },
+            "gives one prediction to 99.8% of words",
+        ),
+        # MRC: the same answer to 99% of the questions, or no better than the first k words.
+        (
+            {
+                "eval_f1": 9.5,
+                "eval_baseline_f1": 5.9,
+                "eval_baseline_exact_match": 0.9,
+                "eval_top_prediction_share": 99.0,
+            },
+            "gives one prediction to 99.0% of questions",
+        ),
+        (
+            {
+                "eval_f1": 5.2,
+                "eval_baseline_f1": 5.9,
+                "eval_baseline_exact_match": 0.9,
+                "eval_top_prediction_share": 1.0,
+            },
+            "eval_f1 5.20 ≤ no-skill 5.90",
+        ),
+        # NER: finding no entity scores 0.
+        (
+            {
+                "eval_f1": 0.0,
+                "eval_baseline_f1": 0.0,
+                "eval_baseline_accuracy": 83.0,
+                "eval_top_prediction_share": 90.0,
+            },
+            "eval_f1 0.00 ≤ no-skill 0.00",
+        ),
+        # Trials from before the prediction shares: the distinct predictions they reported.
+        (
+            {"eval_f1": 81.2, "eval_distinct_predictions": 1, "eval_baseline_f1": 81.2},
+            "constant predictions (the same for every input)",
+        ),
+        ({"eval_f1": 84.0, "eval_distinct_predictions": 2, "eval_baseline_f1": 81.2}, None),
+        ({"eval_f1": 84.0}, None),  # a trial from before any of it
+        ({"eval_f1": 84.0, "eval_top_prediction_share": math.nan}, None),
+    ],
+)
+def test_degenerate_reason(metrics: dict[str, float], reason: str | None) -> None:
+    assert degenerate_reason(metrics) == reason
+
+
+def test_the_no_skill_rule_is_read_for_the_sweeps_metric() -> None:
+    metrics = {**MRPC, "eval_f1": 70.0, "eval_accuracy": 72.0, "eval_top_prediction_share": 60.0}
+    assert degenerate_reason(metrics) == "eval_f1 70.00 ≤ no-skill 81.22"
+    assert degenerate_reason(metrics, "eval_accuracy") is None  # above 68.38
+    assert degenerate_reason(metrics, "eval_precision") is None  # no rule scores it
+
+
+def legacy_trial(loss: str, seed: int, f1: float, distinct: float) -> dict[str, object]:
+    return {
+        "loss": loss,
+        "loss_name": loss,
+        "dataset": "mrpc",
+        "variant": "original",
+        "seed": seed,
+        "eval_f1": f1,
+        "eval_baseline_f1": 81.22,
+        "eval_distinct_predictions": distinct,
+    }
+
+
+def test_old_trials_render_with_what_they_reported() -> None:
+    rows = [legacy_trial("ce", s, 81.22, distinct=1) for s in range(2)]
+    rows += [legacy_trial("dice", s, 85.0 + s, distinct=2) for s in range(2)]
+    table = paper_table(pd.DataFrame(rows))
+    assert table.attrs["baseline"] == "ce"
+    assert "significance" not in table.attrs  # ce has no seed left to test against
+    markdown = to_markdown(table)
+    assert "| ce     | 81.22 ± 0.00 [2/2 degenerate]" in markdown
+    assert "**85.50 ± 0.71 (+4.28)**" in markdown
+    assert no_skill_baselines(pd.DataFrame(rows)) == {"mrpc": {"f1": 81.22}}

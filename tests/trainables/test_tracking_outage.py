@@ -1,0 +1,159 @@
+"""The driver's trial runs through an MLflow outage: a real ``mlflow server`` behind a
+TCP proxy the test cuts. A metric written while MLflow is away reaches it afterwards,
+and a trial whose writes were given up is made whole from Tune's results at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from ray.tune import Result
+
+from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.presets import resolve_spec
+from search_spaces.sections import TrackingLink
+from tests.tcp_proxy import TcpProxy, free_port
+from trainables.driver.tracking import TrialLogger
+
+SWEEP = "sw-0utage0000000001"
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """``mlflow server`` on SQLite; yields its port."""
+    home = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    log = (home / "server.log").open("ab")
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mlflow", "server"),
+            *("--backend-store-uri", f"sqlite:///{home / 'mlflow.db'}"),
+            *("--default-artifact-root", (home / "artifacts").as_uri()),
+            *("--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not _answers(f"http://127.0.0.1:{port}/health"):
+            assert server.poll() is None, (home / "server.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the MLflow server did not start"
+            time.sleep(0.5)
+        yield port
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # its uvicorn takes long to stop on TERM
+        server.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def proxy(mlflow_server: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[TcpProxy]:
+    """The way to MLflow, to cut; MLflow's client gives up fast (the logger retries)."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")  # a cut proxy refuses at once
+    proxy = TcpProxy(("127.0.0.1", mlflow_server))
+    proxy.start()
+    yield proxy
+    proxy.stop()
+
+
+def open_sweep(client: MlflowClient) -> TrackingLink:
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    experiment_id = experiment.experiment_id if experiment else client.create_experiment(EXPERIMENT)
+    parent = client.create_run(experiment_id, tags={SWEEP_TAG: SWEEP, ROLE_TAG: "sweep"})
+    return TrackingLink(
+        tracking_uri=client.tracking_uri,
+        experiment_id=str(experiment_id),
+        parent_run_id=parent.info.run_id,
+    )
+
+
+def trial_config(loss: str, seed: int = 0) -> dict[str, Any]:
+    spec = resolve_spec({"extends": "smoke", "task": {"kind": "pi", "dataset": "mrpc"}})
+    return {
+        "sweep_id": SWEEP,
+        "dataset": "mrpc",
+        "kind": "pi",
+        "variant": "original",
+        "model": spec.model,
+        "loss": {"name": loss},
+        "seed": seed,
+        "training": spec.training.model_dump(),
+    }
+
+
+def history(client: MlflowClient, run_id: str, key: str) -> dict[int, float]:
+    return {int(m.step): m.value for m in client.get_metric_history(run_id, key)}
+
+
+def test_a_metric_written_during_an_outage_reaches_mlflow_after_it(proxy: TcpProxy) -> None:
+    client = MlflowClient(f"http://127.0.0.1:{proxy.port}")
+    logger = TrialLogger(open_sweep(client), client)
+    config = trial_config("ce")
+    logger.later(lambda: logger.log_result("t-ce", config, {"step": 10, "eval_f1": 40.0}))
+    logger.flush()
+    run_id = logger.run_id("t-ce", config)
+
+    proxy.stop()  # MLflow away: the next writes fail, and are kept
+    logger.later(lambda: logger.log_result("t-ce", config, {"step": 20, "eval_f1": 55.0}))
+    logger.later(lambda: logger.finish("t-ce", config, "FINISHED"))
+    time.sleep(4)  # a few failed tries
+    flushed = threading.Event()
+    threading.Thread(target=lambda: (logger.flush(), flushed.set()), daemon=True).start()
+    assert not flushed.wait(1), "the writes were dropped instead of waiting for MLflow"
+
+    proxy.start()  # MLflow back
+    assert flushed.wait(60), "the queued writes were not made once MLflow answered"
+    assert history(client, run_id, "eval_f1") == {10: 40.0, 20: 55.0}
+    assert client.get_run(run_id).info.status == "FINISHED"  # after its metrics, in order
+
+
+def test_writes_given_up_are_completed_from_tunes_results(proxy: TcpProxy, tmp_path: Path) -> None:
+    client = MlflowClient(f"http://127.0.0.1:{proxy.port}")
+    logger = TrialLogger(open_sweep(client), client, outage_s=0)  # gives up at once
+    config = trial_config("dice")
+    logger.later(lambda: logger.log_result("t-dice", config, {"step": 5, "eval_f1": 30.0}))
+    logger.flush()
+    run_id = logger.run_id("t-dice", config)
+    proxy.stop()
+    logger.later(lambda: logger.log_result("t-dice", config, {"step": 9, "eval_f1": 61.0}))
+    logger.later(lambda: logger.finish("t-dice", config, "FINISHED"))
+    logger.flush()  # both given up
+    proxy.start()
+    assert client.get_run(run_id).info.status == "RUNNING"  # not reported finished
+
+    reported = [
+        {"step": 5, "eval_f1": 30.0, "trial_id": "t-dice"},
+        {"step": 9, "eval_f1": 61.0, "trial_id": "t-dice"},
+    ]
+    result = Result(  # what Tune's ResultGrid holds for the trial
+        metrics={**reported[-1], "config": config},
+        checkpoint=None,
+        error=None,
+        path=str(tmp_path),
+        metrics_dataframe=pd.DataFrame(reported),
+    )
+    assert logger.backfill([result]) == 1
+    assert history(client, run_id, "eval_f1") == {5: 30.0, 9: 61.0}
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert logger.backfill([result]) == 0  # whole now: nothing written twice
