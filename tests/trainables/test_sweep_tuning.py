@@ -1,5 +1,6 @@
 """A two-stage sweep (``tune``) run by the driver as a process: a real local Ray head,
-real MLflow on SQLite, tiny-bert on MRPC; interrupted in stage 2 and resumed."""
+real MLflow on SQLite, the smoke preset's tiny-bert and data; interrupted in stage 2
+and resumed."""
 
 from __future__ import annotations
 
@@ -12,10 +13,14 @@ import pytest
 import yaml
 
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
+from search_spaces.presets import resolve_spec
+from search_spaces.reports import loss_label
+from search_spaces.spec import expand_losses
 from tests.trainables.test_sweep import DRIVER, environment, runs, steps_logged, tracking, wait_for
 
 LEARNING_RATES = [1.0e-4, 1.0e-3]
-LOSSES = {"ce", "dsc(alpha=0.1)"}
+# The smoke preset's losses, as the tables label them.
+LOSSES = {loss_label(loss) for loss in expand_losses(resolve_spec({"extends": "smoke"}))}
 
 
 @pytest.mark.data
