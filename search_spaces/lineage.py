@@ -25,3 +25,11 @@ NODE_IP_TAG = "dicesweep.node_ip"
 # On a parent: how many data sets the sweep covers; with more than one, each trial's
 # run name ends with its data set.
 DATASET_COUNT_TAG = "dicesweep.dataset_count"
+# Two-stage tuning (search_spaces.tuning). On a trial: its stage, "tune" or "final"
+# (every trial of a sweep without tune). On a parent: the stage that runs now, each
+# loss's chosen settings once stage 1 ended (JSON keyed by the loss's table label:
+# {"ce": {"learning_rate": 3e-05}}), and how stage 1 picked its settings (grid or
+# random).
+STAGE_TAG = "dicesweep.stage"
+TUNED_TAG = "dicesweep.tuned"
+TUNE_METHOD_TAG = "dicesweep.tune_method"

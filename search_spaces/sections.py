@@ -7,6 +7,8 @@ Rules that span sections (grid vs distributions, the trial cap) live on
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -244,9 +246,30 @@ class TrackingLink(Section):
     parent_run_id: str = Field(min_length=1)
 
 
+def loss_key(loss: Mapping[str, Any]) -> str:
+    """A loss spec as one string: the key of each loss's chosen settings."""
+    return json.dumps(dict(loss), sort_keys=True)
+
+
+def trial_training(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial config's training settings: in stage 2 of a two-stage sweep, its loss's
+    chosen settings (``tuned_by_loss``, keyed by ``loss_key``) over the spec's. Stage
+    2's param space carries them as one constant (a value derived per trial with
+    ``sample_from`` did not survive Tune restoring the experiment)."""
+    chosen = (config.get("tuned_by_loss") or {}).get(loss_key(config["loss"])) or {}
+    return {**dict(config.get("training") or {}), **chosen}
+
+
 class TrialConfig(Section):
     """The config each Ray Tune trial receives: one data set, variant, loss and seed.
-    The sweep's driver logs what the trial reports (``trainables.driver.tracking``)."""
+    The sweep's driver logs what the trial reports (``trainables.driver.tracking``).
+
+    ``stage`` is ``final`` for every trial of a sweep without ``tune``. With ``tune``
+    (``search_spaces.tuning``), ``holdout`` is the share of the training file held
+    out, chosen by ``holdout_seed``: a ``tune`` trial trains on the rest and is scored
+    on it, a ``final`` trial trains on the same rest and is scored on the dev set;
+    ``tuned`` names the ``training`` settings stage 1 chose.
+    """
 
     sweep_id: str
     dataset: DatasetRef
@@ -259,7 +282,20 @@ class TrialConfig(Section):
     loss: LossSpec
     seed: Int = Field(ge=0)
     training: TrainingSpec
+    stage: Literal["tune", "final"] = "final"
+    holdout: Float | None = Field(None, gt=0, le=0.5)  # None: the whole training file
+    holdout_seed: Int = Field(0, ge=0)
+    tuned: list[Literal["learning_rate", "warmup_ratio", "epochs"]] = Field(default_factory=list)
     metric: Metric = "eval_f1"  # the sweep's search metric, which early stopping watches
+
+    @model_validator(mode="before")
+    @classmethod
+    def _training_of_its_loss(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "tuned_by_loss" in data:
+            training = trial_training(data)
+            data = {key: value for key, value in data.items() if key != "tuned_by_loss"}
+            data["training"] = training
+        return data
 
     @field_validator("dataset")
     @classmethod
@@ -278,4 +314,10 @@ class TrialConfig(Section):
                 f"{dataset_label(self.dataset)} is not binary: its only variant is 'original'",
                 "variant",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _tune_needs_holdout(self) -> TrialConfig:
+        if self.stage == "tune" and self.holdout is None:
+            raise rule_error("a tune trial is scored on a held-out split: set holdout", "holdout")
         return self

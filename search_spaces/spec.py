@@ -21,7 +21,9 @@ Number of trials (``trial_count``):
 - grid: ``grid points × data sets × variants × seeds``, where the grid points are the
   sum over loss entries of the product of each entry's list lengths;
 - random/TPE: ``num_samples × seeds``: ``num_samples`` configurations are drawn and each
-  runs once per seed, so the searcher sees the mean over seeds.
+  runs once per seed, so the searcher sees the mean over seeds;
+- with ``tune`` (``search_spaces.tuning``): ``losses × trials_per_loss`` in stage 1 plus
+  ``losses × seeds`` in stage 2 (one data set and one variant, a grid of losses).
 
 Random/TPE search space: a search space whose parameters depend on the loss (a
 conditional space) cannot be written as one Ray Tune ``param_space`` that Optuna
@@ -54,6 +56,7 @@ from search_spaces.sections import (
     TaskSpec,
     TrainingSpec,
 )
+from search_spaces.tuning import Stage, TuneSpec, max_epochs
 
 DEFAULT_MAX_TRIALS = 1000
 MAX_SEED = 2**32 - 1  # numpy's seeding range
@@ -87,6 +90,7 @@ class SweepSpec(Section):
     search: SearchSpec = SearchSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     resources: ResourcesSpec = ResourcesSpec()
+    tune: TuneSpec | None = None  # two-stage tuning per loss (search_spaces.tuning)
     max_failures: Int = Field(0, ge=0, le=100)  # retries of a failed trial
 
     @field_validator("seeds")
@@ -108,6 +112,7 @@ class SweepSpec(Section):
             _check_sampled(self)
         _check_metric(self)
         _check_scheduler(self)
+        _check_tune(self)
         cap = (info.context or {}).get("max_trials", DEFAULT_MAX_TRIALS)
         count = trial_count(self)
         if cap is not None and count > cap:
@@ -187,12 +192,39 @@ def _check_scheduler(spec: SweepSpec) -> None:
     scheduler, training = spec.scheduler, spec.training
     if scheduler.kind == "fifo" or training.eval_every_steps is not None or training.max_steps:
         return
-    if scheduler.grace_period >= training.epochs:
+    # With tune, the scheduler stops stage-1 trials only, which may tune the epochs.
+    epochs = max_epochs(spec.tune, training)
+    if scheduler.grace_period >= epochs:
         raise rule_error(
             f"{scheduler.kind} with grace_period {scheduler.grace_period} can stop nothing in "
-            f"{training.epochs} epochs evaluated once each: use grace_period < epochs or fifo",
+            f"{epochs} epochs evaluated once each: use grace_period < epochs or fifo",
             "scheduler.grace_period",
         )
+
+
+def _check_tune(spec: SweepSpec) -> None:
+    if spec.tune is None:
+        return
+    # Each loss's settings are chosen for one data set and one variant: several would
+    # need a choice per (loss, data set, variant), which the table cannot show as one.
+    refused = {
+        "search.algorithm": (
+            spec.search.algorithm != "grid",
+            "tune compares the losses of a grid: use search.algorithm grid (tune samples "
+            "the training settings itself)",
+        ),
+        "task.dataset": (
+            len(spec.task.dataset) != 1,
+            "tune chooses each loss's settings on one data set: run one sweep per data set",
+        ),
+        "task.variant": (
+            len(spec.task.variant) != 1,
+            "tune chooses each loss's settings on one variant: run one sweep per variant",
+        ),
+    }
+    for path, (broken, rule) in refused.items():
+        if broken:
+            raise rule_error(rule, path)
 
 
 def expand_losses(spec: SweepSpec) -> list[dict[str, Any]]:
@@ -209,6 +241,7 @@ def expand_losses(spec: SweepSpec) -> list[dict[str, Any]]:
 
 
 def _count_factors(spec: SweepSpec) -> dict[str, int]:
+    """The factors of the trial count (of stage 2's with ``tune``)."""
     seeds = len(spec.seeds)
     if spec.search.algorithm != "grid":
         return {"samples": spec.search.num_samples or 1, "seeds": seeds}
@@ -222,12 +255,27 @@ def _count_factors(spec: SweepSpec) -> dict[str, int]:
 
 def _count_formula(spec: SweepSpec) -> str:
     factors = _count_factors(spec)
-    return f"{' × '.join(factors)} = {' × '.join(str(n) for n in factors.values())}"
+    formula = f"{' × '.join(factors)} = {' × '.join(str(n) for n in factors.values())}"
+    if spec.tune is None:
+        return formula
+    points, budget = factors["losses"], spec.tune.trials_per_loss
+    return f"losses × trials_per_loss + {formula.replace(' = ', f' = {points} × {budget} + ')}"
+
+
+def stage_counts(spec: SweepSpec) -> dict[Stage, int]:
+    """How many trials each stage runs: ``{"final": n}`` without ``tune``; with it,
+    stage 1 is ``losses × trials_per_loss`` (the losses: every loss grid point)."""
+    final = math.prod(_count_factors(spec).values())
+    if spec.tune is None:
+        return {"final": final}
+    points = sum(entry.grid_size() for entry in spec.search_space.losses)
+    return {"tune": points * spec.tune.trials_per_loss, "final": final}
 
 
 def trial_count(spec: SweepSpec) -> int:
-    """How many trials the sweep runs (see the module docstring for the formula)."""
-    return math.prod(_count_factors(spec).values())
+    """How many trials the sweep runs, both stages with ``tune`` (see the module
+    docstring for the formula)."""
+    return sum(stage_counts(spec).values())
 
 
 def validate_spec(

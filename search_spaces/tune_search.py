@@ -13,6 +13,9 @@ Imports Ray (and Optuna) at the top: import this module only where Ray is instal
 Seeds are replicates: with grid search they are a ``grid_search`` dimension of the
 ``param_space``; with random/TPE search, ``SeedRepeater`` hands each configuration the
 searcher suggests to one trial per seed and reports the seeds' mean back to it.
+
+A spec with ``tune`` runs two ``Tuner``s, one per stage (``search_spaces.tuning``):
+``stage_param_space`` and ``tune_config_kwargs(spec, stage)`` give each its own.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from search_spaces.loss_entries import (
     canonical_loss,
 )
 from search_spaces.spec import SweepSpec, expand_losses
+from search_spaces.tuning import Stage, loss_key, max_epochs, stage_one_settings
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -170,13 +174,23 @@ def tune_num_samples(spec: SweepSpec) -> int:
     return (spec.search.num_samples or 1) * len(spec.seeds)
 
 
-def tune_config_kwargs(spec: SweepSpec) -> dict[str, Any]:
-    """Keyword arguments for ``ray.tune.TuneConfig``."""
+def tune_config_kwargs(spec: SweepSpec, stage: Stage = "final") -> dict[str, Any]:
+    """Keyword arguments for ``ray.tune.TuneConfig`` (of ``stage``'s ``Tuner`` with
+    ``tune``: the scheduler may stop stage-1 trials, never the reported ones of stage 2)."""
+    scheduler: TrialScheduler
+    if spec.tune is None:
+        scheduler = build_scheduler(spec)
+    elif stage == "tune":
+        epochs = max_epochs(spec.tune, spec.training)
+        training = spec.training.model_copy(update={"epochs": epochs})
+        scheduler = build_scheduler(spec.model_copy(update={"training": training}))
+    else:
+        scheduler = FIFOScheduler()
     return {
         "metric": spec.search.metric,
         "mode": spec.search.mode,
         "search_alg": build_search_alg(spec),
-        "scheduler": build_scheduler(spec),
+        "scheduler": scheduler,
         "num_samples": tune_num_samples(spec),
         "max_concurrent_trials": spec.resources.max_concurrent_trials,
     }
@@ -241,3 +255,40 @@ def _sampled_loss(entry: LossEntry) -> dict[str, Any]:
         else:
             loss[parameter] = values[0]
     return loss
+
+
+def stage_param_space(
+    spec: SweepSpec,
+    stage: Stage,
+    *,
+    sweep_id: str = "",
+    chosen: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The ``param_space`` of one stage of a spec with ``tune``.
+
+    ``tune``: every loss × every stage-1 setting (``stage_one_settings``), seed
+    ``seeds[0]``. ``final``: every loss that has ``chosen`` settings (``{loss_key:
+    {setting: value}}``, from ``search_spaces.tuning.choose_settings``) × every seed,
+    its ``training`` at those settings.
+    """
+    if spec.tune is None:
+        raise ValueError("a spec without tune has one stage: use to_param_space")
+    space = to_param_space(spec, sweep_id=sweep_id)
+    tuned = list(spec.tune.settings())
+    space.update(stage=stage, holdout=spec.tune.holdout, holdout_seed=spec.seeds[0], tuned=tuned)
+    if stage == "tune":
+        settings = stage_one_settings(spec.tune, spec.seeds[0])
+        space["seed"] = spec.seeds[0]
+        space["training"] = tune.grid_search(
+            [spec.training.model_copy(update=setting).model_dump() for setting in settings]
+        )
+        return space
+    chosen = chosen or {}
+    losses = [loss for loss in expand_losses(spec) if loss_key(loss) in chosen]
+    if not losses:
+        raise ValueError("no loss has chosen settings: stage 1 had no result to choose on")
+    space["loss"] = tune.grid_search(losses)
+    # Each loss's chosen settings, one constant the trial applies to its own loss
+    # (``sections.trial_training``): each trial's training follows its loss.
+    space["tuned_by_loss"] = {key: dict(setting) for key, setting in chosen.items()}
+    return space

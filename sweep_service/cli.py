@@ -65,7 +65,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     settings = DicesweepSettings()
     client = MlflowClient(str(settings.mlflow_tracking_uri))
     sweep_ids = list(dict.fromkeys(args.sweep_id))
-    rows = merged_rows(client, sweep_ids)
+    rows = reports.final_rows(merged_rows(client, sweep_ids))  # no stage-1 trials
     finished = rows[rows["status"] == "FINISHED"]
     if reported_rows(finished).empty:  # none yet, or only stage 1's
         names = ", ".join(sweep_ids)

@@ -131,6 +131,9 @@ def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
     else:
         shown = f"; {NO_TRIAL_LEARNED}" if final["trials"]["done"] else ""
     print(f"sweep {final['id']}: {final['status']}{shown}")
+    chosen = (final.get("tuning") or {}).get("chosen") or {}
+    for label, settings in chosen.items():
+        print(f"  {label}: " + ", ".join(f"{name}={value:g}" for name, value in settings.items()))
     if final.get("message") and final["status"] != "succeeded":
         print(final["message"], file=sys.stderr)
     return 0 if final["status"] == "succeeded" else 1
@@ -156,7 +159,11 @@ def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
             sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
             counts = sweep["trials"]
             best = sweep.get("best_trial")
-            state = f"{sweep['status']}: {counts['done']} done, {counts['running']} running, "
+            tuning = sweep.get("tuning")  # a two-stage sweep: which stage runs
+            stage = f" (stage {tuning['stage']})" if tuning else ""
+            state = (
+                f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
+            )
             state += f"{counts['failed']} failed"
             if best:
                 state += f", best eval_f1 {best['eval_f1']:.2f}"
@@ -233,15 +240,19 @@ def trials(sweep_id: str) -> int:
             token = page["next_page_token"]
             if token is None:
                 break
+    # A two-stage sweep's trials say their stage and the settings they trained at.
+    staged = any(trial.get("tuned") for trial in found)
     rows = []
     for trial in found:
         f1, steps = trial["metrics"].get("eval_f1"), trial["metrics"].get("optimizer_steps")
+        stage = [f"{trial['stage']}({_settings(trial['tuned'])})"] if staged else []
         rows.append(
             (
                 trial["loss"],
                 trial["dataset"],
                 trial["variant"],
                 str(trial["seed"]),
+                *stage,
                 trial["status"],
                 "" if f1 is None else f"{f1:.2f}",
                 "" if steps is None else str(int(steps)),
@@ -251,9 +262,14 @@ def trials(sweep_id: str) -> int:
                 or "",
             )
         )
-    header = ("loss", "dataset", "variant", "seed", "status", "eval_f1", "steps", "reason")
-    _table(header, rows)
+    header = ("loss", "dataset", "variant", "seed", *(["stage"] if staged else []))
+    _table((*header, "status", "eval_f1", "steps", "reason"), rows)
     return 0
+
+
+def _settings(tuned: dict[str, float]) -> str:
+    """``learning_rate=3e-05,epochs=2``: a trial's tuned settings, without spaces."""
+    return ",".join(f"{name}={value:g}" for name, value in tuned.items())
 
 
 def _degenerate(reason: str | None) -> str:

@@ -15,7 +15,8 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
-from search_spaces.reports import degenerate_reason
+from search_spaces.reports import degenerate_reason, final_rows
+from search_spaces.reports.tables import tuned_settings
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress
 
@@ -50,18 +51,31 @@ def read_progress(
         running=int((statuses == "RUNNING").sum()),
         done=int((statuses == "FINISHED").sum()),
         failed=int(statuses.isin(FAILED_RUN_STATUSES).sum()),
-        best_trial=best_trial(rows),
+        best_trial=best_trial(final_rows(rows)),
+        tuning=tuning_state(rows),
         mlflow_experiment_id=experiment_id,
         mlflow_parent_run_id=parent_run_id or _parent_run_id(client, experiment_id, sweep_id),
         rows=json.loads(rows.to_json(orient="records")),  # NaN as null: JSON for the store
     )
 
 
+def tuning_state(rows: pd.DataFrame) -> dict[str, Any] | None:
+    """A two-stage sweep's ``{"stage": "tune" | "final", "chosen": {loss label:
+    {setting: value}}}`` as its trial runs show it (``chosen`` is filled once stage 2
+    has started); None for a sweep without ``tune`` (or before its first trial run)."""
+    if "stage" not in rows or not any(c.startswith("tuned_") for c in rows.columns):
+        return None
+    final = rows[rows["stage"] == "final"]
+    return {"stage": "final" if len(final) else "tune", "chosen": tuned_settings(final)}
+
+
 def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
     """The trial with the highest ``eval_f1`` so far (a running trial counts with its
     latest value) among those whose predictions are not degenerate
     (``degenerate_reason``), as the API's ``BestTrial``; None when no trial has
-    reported one, or every one that did is degenerate (then no trial learned)."""
+    reported one, or every one that did is degenerate (then no trial learned). The
+    caller leaves out the stage-1 trials of a two-stage sweep (scored on the tuning
+    split, not on dev)."""
     if BEST_BY not in rows.columns:
         return None
     scored = rows.dropna(subset=[BEST_BY])

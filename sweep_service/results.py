@@ -13,6 +13,7 @@ from search_spaces.lineage import (
     FAILURE_TAG,
     LOSS_LABEL_TAG,
     ROLE_TAG,
+    STAGE_TAG,
     STOP_TAG,
     SWEEP_TAG,
 )
@@ -56,6 +57,7 @@ def trial_rows(
             "dataset": params.get("dataset"),
             "variant": params.get("variant"),
             "seed": int(params.get("seed", 0)),
+            "stage": tags.get(STAGE_TAG, "final"),  # a run from before two-stage tuning: final
             "status": run.info.status,
             "failure_reason": tags.get(FAILURE_TAG),
             "stop_reason": tags.get(STOP_TAG),  # FINISHED only: epochs, max_steps, ...
@@ -66,6 +68,13 @@ def trial_rows(
                 f"param_{key[len('loss.') :]}": _value(value)
                 for key, value in params.items()
                 if key.startswith("loss.")
+            }
+        )
+        row.update(
+            {
+                f"tuned_{key[len('tuned.') :]}": _value(value)
+                for key, value in params.items()
+                if key.startswith("tuned.")
             }
         )
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})

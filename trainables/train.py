@@ -26,7 +26,7 @@ from search_spaces.settings import DicesweepSettings
 if TYPE_CHECKING:
     from trainables.data.classes import ScoredClass
     from trainables.loop import Reporter
-    from trainables.trial_data import TrialData
+    from trainables.trial_data import DataRequest, TrialData
 
 # torch and transformers are imported where a trial runs, never here: the sweep's
 # driver imports this module for ``train`` (Ray pickles it by reference) and, with
@@ -43,19 +43,14 @@ def loss_dict(trial: TrialConfig) -> dict[str, Any]:
     return trial.loss.model_dump(exclude_none=True)
 
 
-def run_trial(
-    config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
-) -> dict[str, float]:
-    """Load the data (cached), then fit; returns the final metrics."""
-    from trainables.loop import fit
-    from trainables.trial_data import DataRequest, load_trial_data
+def data_request(trial: TrialConfig, settings: DicesweepSettings, model: str) -> DataRequest:
+    """What data ``trial`` trains and is scored on (``trainables.trial_data``), read from
+    inside the allowed roots where a service set them."""
+    from trainables.trial_data import DataRequest
 
-    settings = settings or DicesweepSettings()
-    trial = parse_config(config)
     training = trial.training
     roots = allowed_roots(settings)
-    model = trial_model(trial.model, roots)
-    request = DataRequest(
+    return DataRequest(
         dataset=dataset_info(trial.dataset, trial.kind, settings.datasets_dir, roots),
         variant=trial.variant,
         model=model,
@@ -64,8 +59,25 @@ def run_trial(
         max_train_examples=training.max_train_examples,
         max_eval_examples=training.max_eval_examples,
         positive_label=trial.positive_label,
+        holdout=trial.holdout,
+        holdout_seed=trial.holdout_seed,
+        stage=trial.stage,
     )
+
+
+def run_trial(
+    config: Mapping[str, Any], reporter: Reporter, settings: DicesweepSettings | None = None
+) -> dict[str, float]:
+    """Load the data (cached), then fit; returns the final metrics."""
+    from trainables.loop import fit
+    from trainables.trial_data import load_trial_data
+
+    settings = settings or DicesweepSettings()
+    trial = parse_config(config)
+    model = trial_model(trial.model, allowed_roots(settings))
+    request = data_request(trial, settings, model)
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
+    training = trial.training
     loss = loss_dict(trial)
     if data.scored is None:
         return fit(data, model, loss, trial.seed, training, reporter, trial.metric)

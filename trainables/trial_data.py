@@ -4,9 +4,14 @@ A binary set's scored class is resolved here, where its training file is read:
 the spec's ``positive_label``, else the file's minority (``trainables.data.classes``).
 
 Every trial of a sweep that shares (data set, variant, caps, tokenizer, max
-length, stride) reads the same pickled features from ``cache_dir``; the first
-one writes them under a file lock, atomically, so concurrent trials never read
-a half-written file.
+length, stride, holdout, stage) reads the same pickled features from ``cache_dir``;
+the first one writes them under a file lock, atomically, so concurrent trials never
+read a half-written file.
+
+A two-stage sweep (``search_spaces.tuning``) holds out a share of the training file
+(``holdout_split``) before anything else is done to it: a ``tune`` trial trains on
+the rest and is scored on the held-out split, a ``final`` trial trains on the same
+rest and is scored on the dev set.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import hashlib
 import json
 import os
 import pickle
+import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -50,6 +56,9 @@ class DataRequest:
     # The scored class of a binary set; the variants follow it. None: the training
     # file's minority (``resolve_scored_class`` sets it before the cache key is made).
     positive_label: int | None = None
+    holdout: float | None = None  # share of the training file held out; None: none
+    holdout_seed: int = 0
+    stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
 
 
 @dataclass
@@ -91,6 +100,40 @@ def resolve_scored_class(
     return replace(request, positive_label=scored.label), scored
 
 
+def holdout_split(examples: list[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """``(rest, held_out)``: about ``share`` of ``examples`` held out, chosen by ``seed``,
+    both in file order. Pairs are held out class by class (the same share of each
+    label, so the tuning split keeps the file's imbalance); reading-comprehension
+    questions whole articles at a time (questions on one paragraph never fall on
+    both sides); tagged sentences one by one. Each group keeps at least one example
+    on each side where it has two."""
+    groups: dict[Any, list[int]] = {}
+    for index, example in enumerate(examples):
+        groups.setdefault(_holdout_group(example), []).append(index)
+    rng = random.Random(seed)
+    held: set[int] = set()
+    if examples and isinstance(examples[0], QAExample):
+        titles = sorted(groups)
+        count = min(max(1, round(share * len(titles))), len(titles) - 1)
+        for title in rng.sample(titles, count):
+            held.update(groups[title])
+    else:
+        for key in sorted(groups, key=str):
+            members = groups[key]
+            count = min(max(1, round(share * len(members))), len(members) - 1)
+            held.update(rng.sample(members, count))
+    rest = [e for i, e in enumerate(examples) if i not in held]
+    return rest, [e for i, e in enumerate(examples) if i in held]
+
+
+def _holdout_group(example: Any) -> Any:
+    if isinstance(example, PairExample):
+        return example.label
+    if isinstance(example, QAExample):
+        return example.title
+    return None
+
+
 def _texts(examples: Sequence[Any]) -> list[str]:
     """The raw texts a tiny tokenizer learns its vocabulary from."""
     texts: list[str] = []
@@ -110,6 +153,11 @@ def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], 
     The variants turn around ``request.positive_label`` (None: the file's minority)."""
     info = request.dataset
     train = load_split(info, "train", datasets_dir)
+    held_out: list[Any] = []
+    if request.holdout is not None:
+        # Before the variant and the cap: the tuning split is drawn from the training
+        # file as it is, and nothing of it reaches a trial's training data.
+        train, held_out = holdout_split(train, request.holdout, request.holdout_seed)
     if request.variant != "original":
         if not info.binary:
             raise ValueError(
@@ -119,7 +167,7 @@ def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], 
         train = make_variant(
             pairs, request.variant, seed=VARIANT_SEED, positive=request.positive_label
         )
-    evaluation = load_split(info, "eval", datasets_dir)
+    evaluation = held_out if request.stage == "tune" else load_split(info, "eval", datasets_dir)
     return _cap(train, request.max_train_examples), _cap(evaluation, request.max_eval_examples)
 
 
@@ -135,6 +183,7 @@ def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTr
             "dataset": asdict(request.dataset),
             "variant": request.variant,
             "cap": request.max_train_examples,
+            "holdout": [request.holdout, request.holdout_seed],
             "positive": request.positive_label,  # the variant's texts follow it
         }
     )

@@ -147,18 +147,15 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def stage_one_is_random(spec: Mapping[str, Any]) -> bool:
-    """Whether a resolved spec's stage 1 draws its settings at random, which the
-    estimator assumes: under random search (which samples a list like a ``choice``),
-    or where its ``tune`` section samples a distribution (``uniform``, ``loguniform``,
-    ``choice``); never under TPE, which draws adaptively. A ``tune`` section of lists
-    under grid search is a grid.
-    """
-    tune = spec.get("tune") or {}
-    algorithm = (spec.get("search") or {}).get("algorithm", "grid")
-    sampled = any(
-        isinstance(value, Mapping) and DISTRIBUTIONS & set(value) for value in tune.values()
-    )
-    return algorithm == "random" or (sampled and algorithm != "tpe")
+    """Whether a resolved spec's stage 1 drew its settings at random, which the
+    estimator assumes: where its ``tune`` section's budget is drawn from distributions
+    or lists (``search_spaces.tuning.tune_method``), not run as their grid."""
+    from search_spaces.tuning import TuneSpec, tune_method
+
+    tune = {key: value for key, value in (spec.get("tune") or {}).items() if value is not None}
+    if not tune:
+        return False
+    return tune_method(TuneSpec.model_validate(tune)) == "random"
 
 
 def with_budget_curves(

@@ -171,11 +171,25 @@ def _span(low: int, median: int, high: int) -> str:
     return str(low) if low == high else f"{low}/{median}/{high}"
 
 
+def tuned_line(table: pd.DataFrame) -> str | None:
+    """The settings stage 1 of a two-stage sweep chose for each loss, in a sentence, or
+    None for a sweep without ``tune``."""
+    tuned = table.attrs.get("tuned") or {}
+    if not tuned:
+        return None
+    shown = "; ".join(
+        f"{label}: "
+        + ", ".join(f"{name}={format_value(value)}" for name, value in settings.items())
+        for label, settings in tuned.items()
+    )
+    return f"Tuned per loss (stage 1, chosen on the tuning split): {shown}."
+
+
 def notes(table: pd.DataFrame) -> list[str]:
-    """The lines under a table beyond its legend: the optimiser steps, the no-skill
-    baselines, the degenerate trials (in the means, left out of the tests) and the
-    failed ones."""
-    lines = [line for line in (steps_line(table), baseline_line(table)) if line]
+    """The lines under a table beyond its legend: each loss's tuned settings, the
+    optimiser steps, the no-skill baselines, the degenerate trials (in the means, left
+    out of the tests) and the failed ones."""
+    lines = [line for line in (tuned_line(table), steps_line(table), baseline_line(table)) if line]
     degenerate = table.attrs.get("degenerate") or []
     if degenerate:
         lines.append(DEGENERATE_HEADING)
@@ -430,6 +444,9 @@ def to_html(table: pd.DataFrame) -> str:
         f'<table class="grid"><caption>{escape(legend(table))}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
+    tuned = tuned_line(table)
+    if tuned:
+        text += f'<p class="tuned">{escape(tuned)}</p>'
     steps = steps_line(table)
     if steps:
         text += f'<p class="steps">{escape(steps)}</p>'

@@ -11,6 +11,7 @@ import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
+from search_spaces.sections import trial_training
 
 METRICS = (
     "eval_f1",
@@ -52,8 +53,12 @@ def loss_label(loss_spec: Mapping[str, Any]) -> str:
 
 
 def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """One row from a trial's config (the trial config contract) and its final metrics."""
+    """One row from a trial's config (the trial config contract) and its final metrics:
+    its ``stage`` (``tune`` or ``final``) and each tuned training setting as
+    ``tuned_<setting>`` among them."""
     loss = config["loss"]
+    training = trial_training(config)
+    tuned = {f"tuned_{name}": training[name] for name in config.get("tuned", [])}
     return {
         "loss": loss_label(loss),
         "loss_name": loss["name"],
@@ -61,8 +66,18 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
         "dataset": dataset_label(config["dataset"]),
         "variant": config["variant"],
         "seed": config["seed"],
+        "stage": config.get("stage", "final"),
+        **tuned,
         **{name: metrics[name] for name in METRICS if name in metrics},
     }
+
+
+def final_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows the paper's tables are made of: every trial but stage 1's of a
+    two-stage sweep (those are scored on the tuning split, not on dev)."""
+    if "stage" not in rows:
+        return rows
+    return rows[rows["stage"].fillna("final") != "tune"]
 
 
 def infer_layout(rows: pd.DataFrame) -> tuple[str, str, str | None]:
@@ -249,7 +264,32 @@ def paper_table(
     )
     table.attrs["baselines"] = no_skill_baselines(rows)
     table.attrs["steps"] = steps_per_row(rows, rows_key, list(table.index))
+    table.attrs["tuned"] = tuned_settings(rows)
     return table
+
+
+def tuned_settings(rows: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each loss's settings chosen by stage 1 of a two-stage sweep, as its rows carry
+    them (``tuned_<setting>``): ``{"ce": {"learning_rate": 3e-05}}``; empty without."""
+    columns = [column for column in rows.columns if column.startswith("tuned_")]
+    if not columns or "loss" not in rows:
+        return {}
+    tuned: dict[str, dict[str, Any]] = {}
+    for label, group in rows.groupby("loss", sort=False):
+        values = {
+            column.removeprefix("tuned_"): _plain_number(group[column].dropna().iloc[0])
+            for column in columns
+            if group[column].notna().any()
+        }
+        if values:
+            tuned[str(label)] = values
+    return dict(sorted(tuned.items(), key=lambda item: sort_key(item[0])))
+
+
+def _plain_number(value: Any) -> Any:
+    """A pandas/numpy scalar as a plain int or float (JSON and messages show it)."""
+    number = float(value)
+    return int(number) if number.is_integer() and abs(number) >= 1 else number
 
 
 DEGENERATE_KEYS = ("loss", "dataset", "variant", "seed", "value", "reason")

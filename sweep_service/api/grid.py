@@ -27,7 +27,8 @@ from search_spaces.reports import (
 from search_spaces.reports.budget import reported_rows, with_budget_curves
 from sweep_service.api.errors import ApiError
 
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason"})
+# stage: a table holds stage 2 only (reported_rows).
+NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stage"})
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
 

@@ -137,12 +137,24 @@ class BestTrial(BaseModel):
     eval_f1: float  # in percent, as the trials report it
 
 
+class TuningPublic(BaseModel):
+    """A two-stage sweep's tuning: the stage that runs (``tune``: stage 1, each loss's
+    settings tried on the tuning split; ``final``: every seed at each loss's chosen
+    settings, reported on dev) and, once stage 2 has started, each loss's chosen
+    settings by its label: ``{"ce": {"learning_rate": 3e-05}}``."""
+
+    stage: Literal["tune", "final"]
+    chosen: dict[str, dict[str, float | int]]
+
+
 class SweepDetail(SweepPublic):
     """A sweep with its trials' progress and best trial so far, as read from MLflow
-    at ``trials_as_of`` (None: not read yet)."""
+    at ``trials_as_of`` (None: not read yet); ``tuning`` for a sweep with ``tune``
+    (None otherwise, and before its first trial). The best trial is a stage-2 one."""
 
     trials: TrialCounts
     best_trial: BestTrial | None
+    tuning: TuningPublic | None = None
     trials_as_of: datetime | None
 
 
@@ -156,6 +168,9 @@ class TrialPublic(BaseModel):
     dataset: str
     variant: str
     seed: int
+    # A two-stage sweep's: "tune" (stage 1, scored on the tuning split) or "final".
+    stage: Literal["tune", "final"] = "final"
+    tuned: dict[str, float] = {}  # with tune: the settings it trained at, {"learning_rate": 3e-05}
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"

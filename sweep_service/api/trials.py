@@ -174,6 +174,12 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         dataset=str(row["dataset"]),
         variant=str(row["variant"]),
         seed=int(row["seed"]),
+        stage=row.get("stage") or "final",
+        tuned={
+            column.removeprefix("tuned_"): float(value)
+            for column, value in row.items()
+            if column.startswith("tuned_") and not _missing(value)
+        },
         params=params,
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],

@@ -39,6 +39,7 @@ class TrialProgress:
     # Every trial's row (``sweep_service.results.trial_rows``, JSON-safe), kept once
     # the sweep has finished; None: not read.
     rows: list[dict[str, Any]] | None = None
+    tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
 
 
 def transition_sweep(
@@ -156,6 +157,7 @@ def record_progress(
         sweep.trials_done = progress.done
         sweep.trials_failed = progress.failed
         sweep.best_trial = progress.best_trial
+        sweep.tuning = progress.tuning
         sweep.mlflow_experiment_id = progress.mlflow_experiment_id or sweep.mlflow_experiment_id
         sweep.mlflow_parent_run_id = progress.mlflow_parent_run_id or sweep.mlflow_parent_run_id
         if sweep.status.is_finished() and progress.rows is not None:

@@ -217,6 +217,8 @@ class Sweep(Base):
     trials_done: Mapped[int] = mapped_column(default=0, server_default="0")
     trials_failed: Mapped[int] = mapped_column(default=0, server_default="0")
     best_trial: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A two-stage sweep's stage and chosen settings (``progress.tuning_state``); null without.
+    tuning: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     trials_synced_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # A finished sweep's trial rows as MLflow last showed them (``record_progress``):
     # its table and trials stay readable while MLflow is away.

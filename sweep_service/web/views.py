@@ -83,7 +83,7 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
     into the MLflow UI."""
     lines = [
         TrialLine(
-            label=f"{row['loss']} seed={row['seed']} {row['dataset']}/{row['variant']}",
+            label=trial_label(row),
             status=str(row["status"]),
             epoch=_number(row.get("epoch")),
             steps=_whole(row.get("optimizer_steps")),
@@ -96,6 +96,20 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
         for row in rows.to_dict(orient="records")
     ]
     return sorted(lines, key=lambda line: (line.status != RUNNING, line.label))
+
+
+def trial_label(row: dict[str, Any]) -> str:
+    """``"dsc(alpha=0.3) seed=1 mrpc/original"``; a stage-1 trial of a two-stage sweep
+    ends with the settings it tried: ``" · tune learning_rate=3e-05"``."""
+    label = f"{row['loss']} seed={row['seed']} {row['dataset']}/{row['variant']}"
+    if row.get("stage") != "tune":
+        return label
+    tried = ", ".join(
+        f"{key.removeprefix('tuned_')}={value:g}"
+        for key, value in row.items()
+        if key.startswith("tuned_") and _number(value) is not None
+    )
+    return f"{label} · tune {tried}"
 
 
 def pending_lines(sweep: Sweep, started: list[TrialLine]) -> list[TrialLine]:

@@ -165,13 +165,14 @@ def test_the_reading_compares_losses_within_one_data_set() -> None:
     assert reading(_curves({"ce": [80.0]})) == ""
 
 
-def test_stage_one_is_random_only_when_it_samples_a_distribution() -> None:
+def test_stage_one_is_random_unless_it_runs_its_lists_grid() -> None:
     drawn = {"tune": {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "trials_per_loss": 6}}
     assert stage_one_is_random(drawn)
-    assert not stage_one_is_random({"tune": {"learning_rate": [1e-5, 3e-5], "trials_per_loss": 6}})
-    assert not stage_one_is_random({**drawn, "search": {"algorithm": "tpe"}})
-    listed = {"tune": {"learning_rate": [1e-5, 3e-5]}, "search": {"algorithm": "random"}}
-    assert stage_one_is_random(listed)  # random search samples a list like a choice
+    # Two learning rates, a budget of two: the grid; of six: draws from the list.
+    assert not stage_one_is_random({"tune": {"learning_rate": [1e-5, 3e-5], "trials_per_loss": 2}})
+    assert stage_one_is_random({"tune": {"learning_rate": [1e-5, 3e-5], "trials_per_loss": 6}})
+    untuned = {"learning_rate": [1e-5, 3e-5], "warmup_ratio": None, "trials_per_loss": 2}
+    assert not stage_one_is_random({"tune": untuned})  # a stored spec's nulls are left out
     assert not stage_one_is_random({})
 
 

@@ -332,6 +332,7 @@ def test_row_from_trial() -> None:
         "dataset": "mrpc",
         "variant": "+positive",
         "seed": 2,
+        "stage": "final",  # every trial of a sweep without tune
         "eval_f1": 81.5,
         "eval_accuracy": 77.0,
     }

@@ -40,6 +40,8 @@ def free_port() -> int:
 class Service:
     """One ``dicesweep serve`` process; ``restart`` keeps its home and ports."""
 
+    start_timeout_s = 120.0  # imports, the store's migrations and a Ray head
+
     def __init__(self, home: Path, datasets: Path) -> None:
         self.home = home
         self.port = free_port()
@@ -66,7 +68,7 @@ class Service:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        wait(lambda: self._healthy(), 120, "the service to answer /healthz")
+        wait(lambda: self._healthy(), self.start_timeout_s, "the service to answer /healthz")
 
     def _healthy(self) -> bool:
         assert self.process is not None and self.process.poll() is None, self.log_tail()

@@ -27,7 +27,7 @@ from sweep_service.store import (
 from sweep_service.store.migrate import alembic_config
 from sweep_service.store.models import Base
 
-HEAD = "0003"  # the newest migration
+HEAD = "0004"  # the newest migration
 TABLES = {"owners", "api_keys", "sweeps"}
 
 
@@ -82,6 +82,7 @@ def test_sweeps_stored_before_progress_was_kept_are_upgraded_with_none(
             assert sweep is not None and sweep.trial_count == 3
             assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 0, 0)
             assert sweep.best_trial is None and sweep.trials_synced_at is None
+            assert sweep.tuning is None  # a sweep without tune
             assert sweep.trial_rows is None  # read from MLflow until read once more
             # The reconciler's next pass reads its progress once.
             assert [s.id for s in list_unsynced_finished_sweeps(session)] == ["sw-old"]

@@ -31,6 +31,7 @@ from ray.tune import Callback
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports import degenerate_reason, loss_label
+from search_spaces.sections import trial_training
 
 HEARTBEAT_S = 30.0  # piped: a line at least this often
 REFRESH_PER_SECOND = 2  # on a terminal: redraws, whatever happens
@@ -93,7 +94,7 @@ def trial_state(trial: Any, metric: str, label: str) -> TrialState:
     """The state of a Tune ``Trial`` (its status, config and last result)."""
     result = trial.last_result or {}
     epoch, value, steps = result.get("epoch"), result.get(metric), result.get("optimizer_steps")
-    training = trial.config.get("training", {})
+    training = trial_training(trial.config) if "training" in trial.config else {}
     return TrialState(
         label=label,
         status=trial.status,

@@ -3,6 +3,7 @@ artifacts of its parent run."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tempfile
@@ -27,6 +28,7 @@ from search_spaces.reports import (
 )
 from search_spaces.reports.budget import budget_frame, reported_rows, with_budget_curves
 from search_spaces.reports.formats import format_value
+from search_spaces.reports.tables import loss_label
 
 REASON_LIMIT = 500  # characters of a failure reason kept in MLflow and the table
 
@@ -132,6 +134,12 @@ def write_reports(
     for start in range(0, len(batch), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=batch[start : start + 1000])
     return to_markdown(table)
+
+
+def tuned_by_label(chosen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each loss's chosen settings keyed by its table label (``"dsc(alpha=0.1)"``)
+    rather than by ``search_spaces.tuning.loss_key``."""
+    return {loss_label(json.loads(key)): settings for key, settings in chosen.items()}
 
 
 def table_metrics(table: pd.DataFrame) -> dict[str, float]:

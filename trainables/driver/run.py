@@ -12,11 +12,19 @@ Ray cluster at ``DICESWEEP_RAY_ADDRESS`` (a local head when unset), logs to
 ``DICESWEEP_STORAGE_PATH/<sweep id>``. Run again with the same sweep id to resume:
 finished trials are not rerun. The table is printed at the end and attached,
 with the other report formats and a plot, to the parent run.
+
+A spec with ``tune`` (``search_spaces.tuning``) runs two ``Tuner``s in turn, each with
+its own experiment folder, ``<sweep id>/tune`` and ``<sweep id>/final``, so each is
+resumed on its own: on a restart, a finished stage 1's results are read back from
+its folder (never run again) and each loss's choice recomputed from them; the
+parent run's tag ``dicesweep.stage`` says which stage runs, ``dicesweep.tuned`` what
+stage 1 chose.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -26,21 +34,32 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from search_spaces.checks import dataset_issues, local_file_issues, model_folder, model_issues
 from search_spaces.data_roots import allowed_roots
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.errors import SpecError
-from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import (
+    DATASET_COUNT_TAG,
+    EXPERIMENT,
+    ROLE_TAG,
+    STAGE_TAG,
+    SWEEP_TAG,
+    TUNE_METHOD_TAG,
+    TUNED_TAG,
+)
 from search_spaces.presets import resolve_spec
 from search_spaces.reports.budget import stage_one_is_random
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
-from search_spaces.spec import SweepSpec, trial_count, validate_spec
+from search_spaces.spec import SweepSpec, stage_counts, trial_count, validate_spec
 from search_spaces.spec_file import SpecFileError, read_spec_file
+from search_spaces.tuning import Stage, choose_settings, stage_one_settings, tune_method
 from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import await_capacity, count_unfinished, start_ray
 from trainables.driver.progress import SweepProgress, ray_log_file
-from trainables.driver.reports import collect_rows, write_reports
+from trainables.driver.reports import collect_rows, tuned_by_label, write_reports
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress display
 # of SweepProgress replaces it.
@@ -143,9 +162,16 @@ def open_tracking(
 
 
 def build_tuner(
-    spec: SweepSpec, sweep_id: str, logger: Any, storage: str, started_at: float
+    spec: SweepSpec,
+    sweep_id: str,
+    logger: Any,
+    storage: str,
+    started_at: float,
+    stage: Stage | None = None,
+    chosen: dict[str, dict[str, Any]] | None = None,
 ) -> Any:
-    """The one ``Tuner`` of a sweep; restored from ``storage/sweep_id`` (a folder or an
+    """The ``Tuner`` of a sweep (of one ``stage`` of a spec with ``tune``, stage 2 at
+    the ``chosen`` settings); restored from ``experiment_path`` (a folder or an
     ``s3://`` URI) when it exists.
     Either way ``logger`` logs its trials to MLflow; the progress display of a new
     sweep counts time from ``started_at`` (seconds since the epoch); a restored one
@@ -153,15 +179,14 @@ def build_tuner(
     from ray import tune
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
-    from search_spaces.tune_search import to_param_space, trial_resources, tune_config_kwargs
-    from trainables.train import train
+    from search_spaces.tune_search import stage_param_space, to_param_space, tune_config_kwargs
 
     # Tune's own result files (CSV, JSON), without its TensorBoard logger: tensorboardX
     # imports torch, which the driver otherwise never loads (the trials' workers do).
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
-    trainable = tune.with_resources(train, trial_resources(spec))
-    path = f"{storage}/{sweep_id}"
+    trainable = trainable_of(spec)
+    path = experiment_path(storage, sweep_id, stage)
     if tune.Tuner.can_restore(path):
         # The experiment keeps its callbacks: the progress display (with the sweep's
         # first start) and the trial logger.
@@ -170,14 +195,18 @@ def build_tuner(
         # max_failures 0 its one failure is final, a resumed driver's too.
         retry = spec.max_failures > 0
         return tune.Tuner.restore(path, trainable=trainable, resume_errored=retry)
-    param_space = to_param_space(spec, sweep_id=sweep_id)
+    if stage is None:
+        param_space = to_param_space(spec, sweep_id=sweep_id)
+    else:
+        param_space = stage_param_space(spec, stage, sweep_id=sweep_id, chosen=chosen)
+    total = trial_count(spec) if stage is None else stage_counts(spec)[stage]
     run_config = tune.RunConfig(
-        name=sweep_id,
-        storage_path=storage,
+        name=sweep_id if stage is None else stage,
+        storage_path=storage if stage is None else f"{storage}/{sweep_id}",
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         callbacks=[
-            SweepProgress(spec.search.metric, trial_count(spec), started_at),
+            SweepProgress(spec.search.metric, total, started_at),
             logger,
             CSVLoggerCallback(),
             JsonLoggerCallback(),
@@ -190,9 +219,27 @@ def build_tuner(
         # Trials of a sweep need the same resources: a finished trial's worker process
         # takes the next one, so torch, transformers and MLflow are imported once per
         # worker rather than once per trial.
-        tune_config=tune.TuneConfig(**tune_config_kwargs(spec), reuse_actors=True),
+        tune_config=tune.TuneConfig(
+            **tune_config_kwargs(spec, stage or "final"), reuse_actors=True
+        ),
         run_config=run_config,
     )
+
+
+def trainable_of(spec: SweepSpec) -> Any:
+    """``train`` with the resources a trial of ``spec`` reserves."""
+    from ray import tune
+
+    from search_spaces.tune_search import trial_resources
+    from trainables.train import train
+
+    return tune.with_resources(train, trial_resources(spec))
+
+
+def experiment_path(storage: str, sweep_id: str, stage: Stage | None = None) -> str:
+    """Where Tune keeps the experiment: ``<storage>/<sweep id>``, or one folder per
+    stage under it for a spec with ``tune``."""
+    return f"{storage}/{sweep_id}" if stage is None else f"{storage}/{sweep_id}/{stage}"
 
 
 def import_report_libraries() -> None:
@@ -269,30 +316,123 @@ def run(
     from trainables.driver.tracking import TrialLogger
 
     logger = TrialLogger(link, client)
-    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
+    chosen: dict[str, dict[str, Any]] = {}
+    stage_one: list[Any] = []
+    stage: Stage | None = None
+    expected = trial_count(spec)
     with ray_log_file(log_file):
+        if spec.tune is not None:
+            try:
+                stage_one = run_stage_one(
+                    spec, sweep_id, logger, settings, started_at, client, parent
+                )
+            except StageInterrupted as stop:
+                return interrupted(client, experiment, parent, sweep_id, stop.unfinished)
+            chosen = choose_settings(
+                ((r.config, None if r.error else r.metrics) for r in stage_one),
+                stage_one_settings(spec.tune, spec.seeds[0]),
+                spec.search.metric,
+            )
+            mark_stage(client, parent, "final", tuned_by_label(chosen))
+            stage = "final"
+            expected = len(chosen) * len(spec.seeds)
+        tuner = build_tuner(
+            spec, sweep_id, logger, settings.storage_path, started_at, stage, chosen
+        )
         results = tuner.fit()
     logger.flush()  # the trial runs are complete before they are read or stopped
     # The experiment's URI as configured: Tune's own path drops an s3:// scheme.
-    unfinished = count_unfinished(f"{settings.storage_path}/{sweep_id}", trial_count(spec))
-    if unfinished:  # interrupted (Ctrl-C, a stop request): resumable, not failed
-        stop_running_trial_runs(client, experiment, sweep_id)
-        client.set_terminated(parent, "KILLED")
-        print(
-            f"sweep {sweep_id} interrupted with {unfinished} trial(s) unfinished; resume with "
-            f"--sweep-id {sweep_id}",
-            file=sys.stderr,
-        )
-        return 130
-    repaired = logger.backfill(results)  # what an outage or a dead driver left unwritten
+    unfinished = count_unfinished(experiment_path(settings.storage_path, sweep_id, stage), expected)
+    if unfinished:
+        return interrupted(client, experiment, parent, sweep_id, unfinished)
+    # What an outage or a dead driver left unwritten, from Tune's own results.
+    repaired = logger.backfill([*stage_one, *results])
     if repaired:
         print(
             f"sweep {sweep_id}: {repaired} trial run(s) completed from Tune's results",
             file=sys.stderr,
         )
+    return report(spec, sweep_id, client, parent, results, stage_one)
+
+
+class StageInterrupted(Exception):
+    """A stage's ``Tuner`` returned with trials unfinished (Ctrl-C, a stop request)."""
+
+    def __init__(self, unfinished: int) -> None:
+        super().__init__(f"{unfinished} trial(s) unfinished")
+        self.unfinished = unfinished
+
+
+def run_stage_one(
+    spec: SweepSpec,
+    sweep_id: str,
+    logger: Any,
+    settings: DicesweepSettings,
+    started_at: float,
+    client: Any,
+    parent: str,
+) -> Any:
+    """Stage 1's results: read back from its experiment folder when it already ran to
+    the end (a resumed sweep never runs it again), else run (or resumed) here.
+
+    Raises:
+        StageInterrupted: stage 1 stopped with trials unfinished.
+    """
+    from ray import tune
+
+    assert spec.tune is not None  # only a spec with tune has stages
+    path = experiment_path(settings.storage_path, sweep_id, "tune")
+    expected = stage_counts(spec)["tune"]
+    if tune.Tuner.can_restore(path) and not count_unfinished(path, expected):
+        print(f"sweep {sweep_id}: stage 1 done, read back from {path}", file=sys.stderr)
+        return list(tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results())
+    mark_stage(client, parent, "tune")
+    client.set_tag(parent, TUNE_METHOD_TAG, tune_method(spec.tune))
+    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at, "tune")
+    results = tuner.fit()
+    logger.flush()
+    unfinished = count_unfinished(path, expected)
+    if unfinished:
+        raise StageInterrupted(unfinished)
+    return list(results)
+
+
+def mark_stage(
+    client: Any, parent: str, stage: Stage, tuned: dict[str, dict[str, Any]] | None = None
+) -> None:
+    """Tag the parent run with the stage that runs and, once known, each loss's
+    chosen settings (JSON, keyed by the loss's table label)."""
+    client.set_tag(parent, STAGE_TAG, stage)
+    if tuned is not None:
+        client.set_tag(parent, TUNED_TAG, json.dumps(tuned, sort_keys=True))
+
+
+def interrupted(client: Any, experiment: str, parent: str, sweep_id: str, unfinished: int) -> int:
+    """Close an interrupted sweep's runs as KILLED: resumable, not failed."""
+    stop_running_trial_runs(client, experiment, sweep_id)
+    client.set_terminated(parent, "KILLED")
+    print(
+        f"sweep {sweep_id} interrupted with {unfinished} trial(s) unfinished; resume with "
+        f"--sweep-id {sweep_id}",
+        file=sys.stderr,
+    )
+    return 130
+
+
+def report(
+    spec: SweepSpec,
+    sweep_id: str,
+    client: Any,
+    parent: str,
+    results: Any,
+    stage_one: Any,
+) -> int:
+    """Print and attach the table of ``results`` (stage 2's with ``tune``, whose stage-1
+    trials go to ``report/tune_trials.csv``), close the parent; the exit code."""
     rows, failed = collect_rows(results)
-    for entry in failed:
+    tune_rows, tune_failed = collect_rows(stage_one)
+    for entry in [*tune_failed, *failed]:
         print(
             f"trial failed: {entry['loss']} seed={entry['seed']} on {entry['dataset']} "
             f"{entry['variant']}: {entry['reason']}",
@@ -300,12 +440,22 @@ def run(
         )
     if not rows.empty:
         name = spec.name or spec.extends or sweep_id
+        # Stage 1's rows too: the budget curves are drawn from them (the table is not).
+        reported = pd.concat([tune_rows, rows], ignore_index=True) if len(tune_rows) else rows
         random_sampling = stage_one_is_random(spec.model_dump())
         print(
-            write_reports(client, parent, rows, spec.search.metric, failed, name, random_sampling)
+            write_reports(
+                client, parent, reported, spec.search.metric, failed, name, random_sampling
+            )
         )
+    if not tune_rows.empty:
+        client.log_text(parent, tune_rows.to_csv(index=False), "report/tune_trials.csv")
     status = "FAILED" if len(failed) == len(results) else "FINISHED"
+    # A stage-1 trial that fails (a learning rate that diverges) is an outcome of the
+    # tuning, not a failure of the sweep: counted apart.
     client.set_tag(parent, "dicesweep.failed_trials", str(len(failed)))
+    if spec.tune is not None:
+        client.set_tag(parent, "dicesweep.failed_tune_trials", str(len(tune_failed)))
     client.set_terminated(parent, status)
     done = len(results) - len(failed)
     print(f"sweep {sweep_id}: {done} done, {len(failed)} failed", file=sys.stderr)

@@ -33,6 +33,7 @@ from search_spaces.lineage import (
     NODE_IP_TAG,
     NODE_TAG,
     ROLE_TAG,
+    STAGE_TAG,
     STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
@@ -57,6 +58,7 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
         "dicesweep.dataset": dataset_label(trial.dataset),
         "dicesweep.variant": trial.variant,
         "dicesweep.model": trial.model,
+        STAGE_TAG: trial.stage,
     }
 
 
@@ -66,6 +68,9 @@ def trial_run_name(trial: TrialConfig, with_dataset: bool = False) -> str:
     them ``with_dataset`` (a sweep over several data sets)."""
     loss = trial.loss.model_dump(exclude_none=True, exclude_unset=True)
     name = f"{loss_label(loss)} seed={trial.seed} {trial.variant}"
+    if trial.stage == "tune":  # the stage-1 trials of a loss differ by their settings
+        setting = ",".join(f"{key}={getattr(trial.training, key):g}" for key in trial.tuned)
+        name = f"tune {name} {setting}"
     return f"{name} · {dataset_label(trial.dataset)}" if with_dataset else name
 
 
@@ -89,6 +94,10 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
     params["seed"] = str(trial.seed)
     for key, value in trial.training.model_dump().items():
         params[f"training.{key}"] = str(value)
+    for key in trial.tuned:  # what stage 1 tried or chose
+        params[f"tuned.{key}"] = str(getattr(trial.training, key))
+    if trial.holdout is not None:  # enough to carve the tuning split again
+        params.update(holdout=str(trial.holdout), holdout_seed=str(trial.holdout_seed))
     return params
 
 

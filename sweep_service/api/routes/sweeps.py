@@ -146,6 +146,7 @@ def read_sweep(sweep: SweepDep, settings: SettingsDep) -> SweepDetail:
         sweep_links(sweep, mlflow_links(settings.mlflow_ui, sweep)),
         trials=trial_counts(sweep),
         best_trial=best_trial(sweep),
+        tuning=sweep.tuning,
         trials_as_of=sweep.trials_synced_at,
     )
 
