@@ -85,7 +85,7 @@ INVALID = {
     "unknown setting": (
         {"tune": {"batch_size": [8, 16]}},
         "tune.batch_size",
-        "Extra inputs are not permitted",
+        "unknown key; valid: learning_rate, warmup_ratio, epochs, trials_per_loss, holdout",
     ),
     "random search": (
         {

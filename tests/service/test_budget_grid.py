@@ -43,7 +43,8 @@ def test_a_sweep_still_in_stage_one_has_no_table_yet() -> None:
 
 def test_the_sweep_page_shows_the_curves_and_says_when_stage_one_was_a_grid() -> None:
     trials = two_stage_rows()
-    gridded = {"tune": {"learning_rate": [1e-5, 3e-5, 1e-4], "trials_per_loss": 6}}
+    # Three learning rates, a budget of three: stage 1 ran their grid.
+    gridded = {"tune": {"learning_rate": [1e-5, 3e-5, 1e-4], "trials_per_loss": 3}}
     html = grid_html(trials, "eval_f1", "two-stage", stage_one_is_random(gridded))
     assert html is not None and '<section class="budget">' in html
     assert "dsc overtakes ce at 5 trials." in html

@@ -66,18 +66,16 @@ HOSTILE: dict[str, Hostile] = {
         {**SMOKE, "model": "models/configlink"}, 422, "model", "config.json is not under"
     ),
     # Names no file system holds
-    "data-long-part": Hostile(
-        own_data(LONG_PART), 422, "task.dataset.0.LocalDataset.path", "255 bytes"
-    ),
+    "data-long-part": Hostile(own_data(LONG_PART), 422, "task.dataset.0.path", "255 bytes"),
     "model-long-part": Hostile({**SMOKE, "model": f"models/{LONG_PART}"}, 422, "model", "255"),
     "data-long-path": Hostile(
-        own_data("/".join(["a" * 200] * 30)), 422, "task.dataset.0.LocalDataset.path", "4096"
+        own_data("/".join(["a" * 200] * 30)), 422, "task.dataset.0.path", "4096"
     ),
     # Names that break the exports' formats
     "name-newline": Hostile(
         own_data("conll", name="x\n\\input{/etc/passwd}"),
         422,
-        "task.dataset.0.LocalDataset.name",
+        "task.dataset.0.name",
         "one line",
     ),
     # Import-like names where the spec takes a name from a closed list
