@@ -166,9 +166,9 @@ def check_smoke_sweep(service: Service) -> None:
     # Over the 128 KiB a single command-line argument may hold: the resolved spec
     # reaches the driver as a file in its job's working folder, not on its command line.
     description = "a long description " * 8_000
-    # The service asks its local head what its node has: a trial of 8 GPUs (the most a
-    # spec may ask) is refused at once, naming what the node has.
-    greedy = {"extends": "smoke", "resources": {"gpus_per_trial": 8}}
+    # The service asks its local head what its node has: a trial of one GPU, on a
+    # machine without one, is refused at once, naming what the node has.
+    greedy = {"extends": "smoke", "resources": {"gpus_per_trial": 1}}
     refused = service.http.post("/v1/sweeps", json=greedy)
     assert refused.status_code == 422, refused.text
     [issue] = refused.json()["detail"]
