@@ -4,6 +4,7 @@ trial's name and params lined up across losses."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -231,3 +232,21 @@ def test_a_finished_trial_records_its_optimiser_steps_and_why_it_stopped(
     rows = trial_rows(client, sweep_id, link.experiment_id).set_index("seed")
     assert rows.loc[0, "optimizer_steps"] == 120 and rows.loc[0, "stop_reason"] == "early_stopping"
     assert rows.loc[1, "optimizer_steps"] == 60 and rows.loc[1, "stop_reason"] == "scheduler"
+
+
+def test_a_driver_finding_the_experiment_created_meanwhile_uses_it(tmp_path: Path) -> None:
+    """Two sweeps' drivers starting at once: both see no experiment, one creates it, the
+    other's create is refused as existing and it takes the one now there."""
+    from trainables.driver.run import experiment_id
+
+    settings = DicesweepSettings(home=tmp_path / "home")
+    client = MlflowClient(str(settings.mlflow_tracking_uri))
+    first = experiment_id(client, settings)
+    looked_up = client.get_experiment_by_name
+    calls = iter([None])  # the other driver's create lands after this driver looked
+
+    def late_lookup(name: str) -> Any:
+        return next(calls, looked_up(name)) if name == EXPERIMENT else looked_up(name)
+
+    client.get_experiment_by_name = late_lookup  # type: ignore[method-assign]
+    assert experiment_id(client, settings) == first

@@ -95,7 +95,18 @@ def experiment_id(client: Any, settings: DicesweepSettings) -> str:
         settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
         location = settings.mlflow_artifact_root.as_uri()
     tags = dict([EXPERIMENT_KIND])
-    return str(client.create_experiment(EXPERIMENT, artifact_location=location, tags=tags))
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(client.create_experiment(EXPERIMENT, artifact_location=location, tags=tags))
+    except MlflowException as error:
+        # Two sweeps' drivers starting at once: the other one created it first.
+        if error.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        created = client.get_experiment_by_name(EXPERIMENT)
+        if created is None:
+            raise
+        return str(created.experiment_id)
 
 
 def parent_run_name(spec: SweepSpec, sweep_id: str) -> str:
