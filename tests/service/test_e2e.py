@@ -258,6 +258,7 @@ def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
         "seed",
         "status",
         "eval_f1",
+        "steps",
         "reason",
     ]
     # The stopped driver could not close its runs: the service did, with the reason.
