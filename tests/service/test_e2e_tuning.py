@@ -14,6 +14,9 @@ from mlflow.tracking import MlflowClient
 
 from search_spaces.datasets import get_dataset
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
+from search_spaces.presets import resolve_spec
+from search_spaces.reports import loss_label
+from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, trial_runs, wait
 from trainables.trial_data import DataRequest, read_examples
 
@@ -26,7 +29,8 @@ SPEC = {
     "seeds": [0, 1],
     "tune": {"learning_rate": LEARNING_RATES, "trials_per_loss": 2, "holdout": 0.1},
 }
-LOSSES = {"ce", "dsc(alpha=0.1)"}
+# The smoke preset's losses, as the tables label them.
+LOSSES = {loss_label(loss) for loss in expand_losses(resolve_spec({"extends": "smoke"}))}
 
 
 @pytest.fixture
