@@ -20,12 +20,15 @@ from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, trial_runs, wait
 from trainables.trial_data import DataRequest, read_examples
 
-pytestmark = pytest.mark.data
+# Several minutes of fine-tuning and a service restart: run with RUN_SLOW=1.
+pytestmark = [pytest.mark.data, pytest.mark.slow]
 
 LEARNING_RATES = [1.0e-4, 1.0e-3]
 SPEC = {
     "extends": "smoke",
     "name": "smoke-tune",
+    # Pairs: each example is told apart by its texts in the disjointness checks.
+    "task": {"kind": "pi", "dataset": "mrpc"},
     "seeds": [0, 1],
     "tune": {"learning_rate": LEARNING_RATES, "trials_per_loss": 2, "holdout": 0.1},
 }
