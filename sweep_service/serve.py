@@ -145,36 +145,63 @@ def head_command(dashboard_port: int, gcs_port: int) -> list[str]:
     ]
 
 
+HEAD_START_ATTEMPTS = 3  # a head that exits at once (a free port taken meanwhile) is tried again
+
+
 @contextmanager
 def local_ray_head(settings: ServiceSettings) -> Iterator[str]:
     """A Ray head in a child process until exit; yields its Jobs API address. Its
-    output goes to ``<home>/logs/ray-head.log``.
+    output goes to ``<home>/logs/ray-head.log``. A head that exits while starting is
+    started again on fresh free ports (its ports are picked free, then bound by Ray:
+    another process may take one in between), ``HEAD_START_ATTEMPTS`` times at most.
 
     Raises:
-        RuntimeError: the head exited, or its Jobs API did not answer in time.
+        RuntimeError: the head exited every time, or its Jobs API did not answer in time.
     """
     log_path = settings.home / "logs" / "ray-head.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
-    gcs_port = _free_port()
     # The head, its jobs and this process's Jobs client share the environment it sets.
     isolate_ray(settings.home)
-    _wait_for_free_port(dashboard_port)
-    address = f"http://127.0.0.1:{dashboard_port}"
-    with log_path.open("ab") as output:
-        head = subprocess.Popen(
-            head_command(dashboard_port, gcs_port),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=_head_env(),
-            start_new_session=True,  # its own process group: stopped as a whole
-            preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
-        )
+    for attempt in range(1, HEAD_START_ATTEMPTS + 1):
+        dashboard_port = settings.ray_dashboard_port or _free_port()  # 0: any free port
+        _wait_for_free_port(dashboard_port)
+        address = f"http://127.0.0.1:{dashboard_port}"
+        with log_path.open("ab") as output:
+            head = subprocess.Popen(
+                head_command(dashboard_port, _free_port()),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=_head_env(),
+                start_new_session=True,  # its own process group: stopped as a whole
+                preexec_fn=_terminate_with_parent if sys.platform == "linux" else None,
+            )
+        try:
+            _wait_for_jobs_api(head, address, log_path)
+        except HeadExited as exited:
+            _stop_head(head)
+            if attempt == HEAD_START_ATTEMPTS:
+                raise
+            log.warning("%s; starting it again", exited)
+            continue
+        except BaseException:
+            _stop_head(head)
+            raise
+        try:
+            yield address
+        finally:
+            _stop_head(head)
+        return
+
+
+class HeadExited(RuntimeError):
+    """The local Ray head exited before its Jobs API answered."""
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
     try:
-        _wait_for_jobs_api(head, address, log_path)
-        yield address
-    finally:
-        _stop_head(head)
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 def _terminate_with_parent() -> None:
@@ -202,7 +229,10 @@ def _wait_for_jobs_api(head: subprocess.Popen[bytes], address: str, log_path: Pa
     deadline = time.monotonic() + HEAD_START_TIMEOUT_S
     while True:
         if head.poll() is not None:
-            raise RuntimeError(f"the Ray head exited with code {head.returncode}; see {log_path}")
+            raise HeadExited(
+                f"the Ray head exited with code {head.returncode}; the end of {log_path}:\n"
+                + _log_tail(log_path)
+            )
         try:
             with urllib.request.urlopen(f"{address}/api/version", timeout=5) as answer:
                 if answer.status == 200:

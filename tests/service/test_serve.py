@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+import urllib.request
 from pathlib import Path
 
+import pytest
+
 from sweep_service import serve
+from sweep_service.settings import ServiceSettings
 
 
 def test_the_head_listens_on_loopback_on_the_ports_given(tmp_path: Path) -> None:
@@ -13,3 +18,57 @@ def test_the_head_listens_on_loopback_on_the_ports_given(tmp_path: Path) -> None
     assert "--dashboard-port=8123" in command and "--port=9123" in command
     assert "--dashboard-host=127.0.0.1" in command
     assert Path(command[0]).name == "ray"
+
+
+def fake_head(tmp_path: Path, exits_first: int) -> list[str]:
+    """A stand-in for ``ray start``: exits 1 (printing why) on its first
+    ``exits_first`` starts, then serves ``/api/version`` on the dashboard port."""
+    script = tmp_path / "fake_head.py"
+    script.write_text(
+        "import http.server, pathlib, sys\n"
+        f"count = pathlib.Path({str(tmp_path / 'starts')!r})\n"
+        "starts = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(starts))\n"
+        f"if starts <= {exits_first}:\n"
+        "    print('Failed to bind: address already in use'); sys.exit(1)\n"
+        "port = int(next(a for a in sys.argv if a.startswith('--dashboard-port=')).split('=')[1])\n"
+        "class Version(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(b'{}')\n"
+        "http.server.HTTPServer(('127.0.0.1', port), Version).serve_forever()\n"
+    )
+    return [sys.executable, str(script)]
+
+
+@pytest.fixture
+def head_settings(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceSettings:
+    monkeypatch.setattr(serve, "isolate_ray", lambda home: None)  # no real head here
+    return ServiceSettings(
+        home=short_home, datasets_dir=short_home / "datasets", ray_dashboard_port=0
+    )
+
+
+def test_a_head_that_exits_while_starting_is_started_again_on_fresh_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
+) -> None:
+    command = fake_head(tmp_path, exits_first=1)
+    monkeypatch.setattr(
+        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
+    )
+    with serve.local_ray_head(head_settings) as address:
+        assert urllib.request.urlopen(f"{address}/api/version", timeout=5).status == 200
+    assert (tmp_path / "starts").read_text() == "2"
+
+
+def test_a_head_that_never_starts_is_one_error_with_the_end_of_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
+) -> None:
+    command = fake_head(tmp_path, exits_first=99)
+    monkeypatch.setattr(
+        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
+    )
+    with pytest.raises(serve.HeadExited, match="exited with code 1") as raised:
+        with serve.local_ray_head(head_settings):
+            pass
+    assert "address already in use" in str(raised.value)
+    assert (tmp_path / "starts").read_text() == str(serve.HEAD_START_ATTEMPTS)

@@ -181,15 +181,16 @@ def test_the_parent_runs_best_metrics_skip_degenerate_cells(table: pd.DataFrame)
 def test_an_untrained_reader_is_flagged_against_the_first_k_words_rule(
     datasets_dir: Path, tmp_path: Path
 ) -> None:
-    request = DataRequest(get_dataset("squad_v1"), "original", "tiny-bert", 128, 64, 40, 120)
+    # 600 questions: on fewer, a random reader's F1 (3-9 on 120) straddles the rule's.
+    request = DataRequest(get_dataset("squad_v1"), "original", "tiny-bert", 128, 64, 40, 600)
     data = load_trial_data(request, datasets_dir, tmp_path)
-    seed_everything(0)
-    model = build_model("tiny-bert", "mrc", 2, vocab_size=len(data.tokenizer))
-    metrics = evaluate(model, data, 32, torch.device("cpu"), False)
-    # The rule answers the first 3 words (the mean gold answer length) of each passage.
-    assert metrics["eval_baseline_f1"] > 0 and metrics["eval_baseline_exact_match"] >= 0
-    assert metrics["eval_f1"] <= metrics["eval_baseline_f1"]
-    reason = degenerate_reason(metrics)
-    assert reason == (
-        f"eval_f1 {metrics['eval_f1']:.2f} ≤ no-skill {metrics['eval_baseline_f1']:.2f}"
-    )
+    for seed in (0, 1, 2):  # three untrained readers
+        seed_everything(seed)
+        model = build_model("tiny-bert", "mrc", 2, vocab_size=len(data.tokenizer))
+        metrics = evaluate(model, data, 32, torch.device("cpu"), False)
+        # The rule answers the first 3 words (the mean gold answer length) of each passage.
+        assert metrics["eval_baseline_f1"] > 0 and metrics["eval_baseline_exact_match"] >= 0
+        assert metrics["eval_f1"] <= metrics["eval_baseline_f1"], seed
+        assert degenerate_reason(metrics) == (
+            f"eval_f1 {metrics['eval_f1']:.2f} ≤ no-skill {metrics['eval_baseline_f1']:.2f}"
+        )

@@ -17,7 +17,7 @@ LINK = TrackingLink(tracking_uri="sqlite:///unused.db", experiment_id="1", paren
 def test_writes_run_in_order_on_another_thread_and_a_failure_does_not_stop_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    logger = TrialLogger(LINK)
+    logger = TrialLogger(LINK, outage_s=0)  # a failing write is given up at once
     made: list[tuple[int, str]] = []
 
     def write(n: int) -> None:
@@ -31,6 +31,25 @@ def test_writes_run_in_order_on_another_thread_and_a_failure_does_not_stop_them(
     assert [n for n, _ in made] == [1, 2]
     assert {thread for _, thread in made} == {"trial-logger"}
     assert "MLflow write" in caplog.text and "ZeroDivisionError" in caplog.text
+
+
+def test_a_write_the_store_refuses_is_not_tried_again(caplog: pytest.LogCaptureFixture) -> None:
+    from mlflow.exceptions import RestException
+
+    logger = TrialLogger(LINK)  # an outage would be waited out for an hour
+    tries: list[int] = []
+
+    def refused_write() -> None:
+        tries.append(1)
+        raise RestException({"error_code": "INVALID_PARAMETER_VALUE", "message": "too long"})
+
+    made: list[int] = []
+    logger.later(refused_write)
+    logger.later(lambda: made.append(2))
+    with caplog.at_level(logging.ERROR, logger="trainables.driver.tracking"):
+        logger.flush()
+    assert tries == [1] and made == [2]
+    assert "MLflow refused a write" in caplog.text and "too long" in caplog.text
 
 
 def test_a_restored_logger_starts_its_own_queue() -> None:

@@ -108,6 +108,13 @@ def find_run(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str | 
     return runs[0].info.run_id if runs else None
 
 
+def refused(error: Exception) -> bool:
+    """Whether the tracking store answered a write with a refusal (HTTP 4xx: a bad
+    value, a deleted run), which no retry changes, rather than being away."""
+    status = getattr(error, "get_http_status_code", None)
+    return callable(status) and 400 <= int(status()) < 500
+
+
 class TrialLogger(Callback):  # type: ignore[misc]
     """Logs every trial of a sweep to its nested MLflow run, from the driver: a Ray
     Tune callback. Workers never import MLflow.
@@ -124,7 +131,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
     goes on starting trials. ``flush`` (and the end of the experiment) waits until
     every queued write is made. A write that fails is tried again, with a growing
     pause, while the tracking store is away (up to ``outage_s``; the writes after it
-    wait their turn), so an outage delays metrics rather than dropping them. What is
+    wait their turn), so an outage delays metrics rather than dropping them; a write
+    the store refuses (HTTP 4xx) is logged and dropped at once. What is
     still missing at the end (an outage longer than that, a driver that died with
     writes queued) is written by ``backfill`` from Tune's own results.
     """
@@ -198,6 +206,9 @@ class TrialLogger(Callback):  # type: ignore[misc]
             try:
                 write()
             except Exception as error:  # the tracking store failed: the trials go on
+                if refused(error):  # asking again gets the same answer
+                    log.exception("MLflow refused a write of the sweep's trial runs")
+                    return
                 now = time.monotonic()
                 if failed_since is None:
                     failed_since = now
