@@ -67,8 +67,8 @@ def test_a_head_that_never_starts_is_one_error_with_the_end_of_its_log(
     monkeypatch.setattr(
         serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
     )
+    starting = serve.local_ray_head(head_settings)
     with pytest.raises(serve.HeadExited, match="exited with code 1") as raised:
-        with serve.local_ray_head(head_settings):
-            pass
+        starting.__enter__()
     assert "address already in use" in str(raised.value)
     assert (tmp_path / "starts").read_text() == str(serve.HEAD_START_ATTEMPTS)
