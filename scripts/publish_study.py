@@ -77,6 +77,14 @@ def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:
     return total_ms / 3_600_000
 
 
+def experiment_of(tracking_uri: str, run_id: str) -> str:
+    """The name of the MLflow experiment holding ``run_id`` (the owner's)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    return str(client.get_experiment(client.get_run(run_id).info.experiment_id).name)
+
+
 def class_ratios(preset: dict[str, Any], datasets_dir: Path) -> str:
     """The training sets a Table 8 study's trials saw (each variant built, then capped as
     its spec says), their size and positive share beside the paper's QQP ones."""
@@ -153,12 +161,13 @@ def main() -> None:
     finished = datetime.fromisoformat(sweep["finished_at"].replace("Z", "+00:00"))
     wall = (finished - started).total_seconds()
     hours = trial_hours(args.tracking_uri, list(per_trial["run_id"]))
+    experiment = experiment_of(args.tracking_uri, str(per_trial["run_id"].iloc[0]))
     links = sweep.get("links") or {}
     counts = sweep["trials"]
     spec_file, trials_file = f"{args.name}-spec.yaml", f"{args.name}-trials.csv"
     run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, preset `{sweep["preset"]}`), submitted over
 REST to a running `dicesweep serve` and read back through its API; MLflow experiment
-`dicesweep` ({links.get("mlflow_experiment", "no link")}), parent run
+`{experiment}` ({links.get("mlflow_experiment", "no link")}), parent run
 {links.get("mlflow_run", "no link")}.
 
 - {sweep["trial_count"]} trials: {counts["done"]} finished, {counts["failed"]} failed.

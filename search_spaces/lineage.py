@@ -1,10 +1,29 @@
 """Names shared by the sweep driver (which writes MLflow runs) and the service (which reads them).
 
-One MLflow experiment holds every sweep: a parent run per sweep (role ``sweep``)
-and a nested run per trial (role ``trial``), told apart by these tags.
+Each owner's sweeps go to the owner's own MLflow experiment, ``dicesweep/<owner>``;
+a sweep run without the service (``dicesweep run``) goes to ``dicesweep``. A sweep
+is a parent run (role ``sweep``) and a nested run per trial (role ``trial``), told
+apart by these tags; sweep ids are unique across experiments.
 """
 
 EXPERIMENT = "dicesweep"
+
+
+def experiment_name(owner: str | None = None) -> str:
+    """The MLflow experiment of ``owner``'s sweeps; ``EXPERIMENT`` without an owner."""
+    return EXPERIMENT if owner is None else f"{EXPERIMENT}/{owner}"
+
+
+def dicesweep_experiments(client: object) -> list[str]:
+    """The ids of every experiment dicesweep writes (``EXPERIMENT`` and each owner's),
+    where a sweep's runs are looked up by its id. ``client`` is an ``MlflowClient``."""
+    found = client.search_experiments(  # type: ignore[attr-defined]
+        filter_string=f"name LIKE '{EXPERIMENT}%'", max_results=1000
+    )
+    ours = [e for e in found if e.name == EXPERIMENT or e.name.startswith(f"{EXPERIMENT}/")]
+    return [str(experiment.experiment_id) for experiment in ours]  # not a "dicesweep-x"
+
+
 TAG_PREFIX = "dicesweep."
 SWEEP_TAG = "dicesweep.sweep_id"
 TRIAL_TAG = "dicesweep.trial_id"

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.reports import degenerate_reason, final_rows
 from search_spaces.reports.tables import tuned_settings
 from sweep_service.results import SweepNotFoundError, trial_rows
@@ -37,11 +37,11 @@ def read_progress(
     Raises:
         mlflow.exceptions.MlflowException: the tracking store did not answer.
     """
-    if experiment_id is None:
-        experiment = client.get_experiment_by_name(EXPERIMENT)
-        if experiment is None:
+    if experiment_id is None:  # its parent run says which experiment (its owner's)
+        parent = _parent_run(client, dicesweep_experiments(client), sweep_id)
+        if parent is None:
             return TrialProgress()
-        experiment_id = str(experiment.experiment_id)
+        experiment_id, parent_run_id = str(parent.info.experiment_id), str(parent.info.run_id)
     try:
         rows = trial_rows(client, sweep_id, experiment_id)
     except SweepNotFoundError:
@@ -93,21 +93,29 @@ def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
     }
 
 
-def _parent_run_id(client: MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
+def _parent_run(client: MlflowClient, experiment_ids: list[str], sweep_id: str) -> Any:
+    """The sweep's parent run in one of ``experiment_ids``, or None."""
+    if not experiment_ids:
+        return None
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"
-    runs = client.search_runs([experiment_id], query, max_results=1)
-    return str(runs[0].info.run_id) if runs else None
+    runs = client.search_runs(experiment_ids, query, max_results=1)
+    return runs[0] if runs else None
+
+
+def _parent_run_id(client: MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
+    parent = _parent_run(client, [experiment_id], sweep_id)
+    return str(parent.info.run_id) if parent is not None else None
 
 
 def close_open_runs(client: MlflowClient, sweep_id: str, status: str, reason: str) -> int:
     """Mark the sweep's runs still RUNNING in MLflow (its parent and trials) as
     ``status`` (KILLED, FAILED) with ``reason`` in ``dicesweep.failure``: a driver that
     was stopped or died cannot close them itself. Returns how many were closed."""
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    if experiment is None:
+    experiments = dicesweep_experiments(client)
+    if not experiments:
         return 0
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and attributes.status = 'RUNNING'"
-    runs = client.search_runs([experiment.experiment_id], query, max_results=10_000)
+    runs = client.search_runs(experiments, query, max_results=10_000)
     for run in runs:
         client.set_tag(run.info.run_id, FAILURE_TAG, reason[:500])
         client.set_terminated(run.info.run_id, status)

@@ -34,9 +34,11 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from search_spaces.lineage import experiment_name
 from sweep_service.runner import JobState, Runner, job_id
 from sweep_service.store import (
     InvalidTransitionError,
+    Owner,
     ResubmissionLimitError,
     StoreError,
     Sweep,
@@ -174,7 +176,9 @@ class Reconciler:
     def _step(self, session: Session, sweep: Sweep) -> None:
         job = job_id(sweep.id, sweep.resubmissions)
         if sweep.status is SweepStatus.PENDING:
-            self._runner.submit(job, sweep.id, sweep.resolved_spec)
+            owner = session.get(Owner, sweep.owner_id)
+            experiment = experiment_name(owner.name if owner is not None else None)
+            self._runner.submit(job, sweep.id, sweep.resolved_spec, experiment)
             try:
                 transition_sweep(session, sweep.id, SweepStatus.SUBMITTED, job_status="PENDING")
             except InvalidTransitionError:

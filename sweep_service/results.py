@@ -16,6 +16,7 @@ from search_spaces.lineage import (
     STAGE_TAG,
     STOP_TAG,
     SWEEP_TAG,
+    dicesweep_experiments,
 )
 from search_spaces.reports import METRICS
 
@@ -34,18 +35,17 @@ def trial_rows(
     client: MlflowClient, sweep_id: str, experiment_id: str | None = None
 ) -> pd.DataFrame:
     """One row per trial run of ``sweep_id``: the row shape of ``search_spaces.reports``.
-    ``experiment_id``, when the caller has it, spares looking the experiment up.
+    ``experiment_id``, when the caller has it, spares looking in every dicesweep
+    experiment (``lineage.dicesweep_experiments``) for the sweep's.
 
     Raises:
         SweepNotFoundError: no experiment, or no trial run with that sweep id.
     """
-    if experiment_id is None:
-        experiment = client.get_experiment_by_name(EXPERIMENT)
-        if experiment is None:
-            raise SweepNotFoundError(f"no sweeps tracked yet (no {EXPERIMENT!r} experiment)")
-        experiment_id = str(experiment.experiment_id)
+    experiments = [experiment_id] if experiment_id else dicesweep_experiments(client)
+    if not experiments:
+        raise SweepNotFoundError(f"no sweeps tracked yet (no {EXPERIMENT!r} experiment)")
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=5000)
+    runs = client.search_runs(experiments, filter_string=query, max_results=5000)
     if not runs:
         raise SweepNotFoundError(f"no trials found for sweep {sweep_id!r}")
     rows = []

@@ -5,7 +5,8 @@ exists is a no-op. A sweep whose driver died is resubmitted under a new id,
 ``<sweep id>-retry<n>`` (Ray never reuses an id). The job's working folder holds one
 file, ``spec.json``: the resolved spec the service stored (uploaded with the job, so
 a remote cluster gets it too, whatever its size); the job runs
-``python -m trainables.driver --resolved-spec spec.json --sweep-id ID``, which
+``python -m trainables.driver --resolved-spec spec.json --sweep-id ID --experiment
+dicesweep/OWNER`` (each owner's sweeps in the owner's MLflow experiment), which
 resumes from Tune's experiment state when it exists, so a resubmitted sweep
 continues where its dead driver stopped.
 """
@@ -44,9 +45,9 @@ def job_id(sweep_id: str, resubmissions: int) -> str:
 class Runner(Protocol):
     """Where sweeps run. ``RayJobRunner`` in the service; tests may pass a fake."""
 
-    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
-        """Start the sweep's driver as job ``job`` on the resolved ``spec``; a no-op when
-        that job exists."""
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
+        """Start the sweep's driver as job ``job`` on the resolved ``spec``, its runs in
+        the MLflow ``experiment``; a no-op when that job exists."""
 
     def state(self, job: str) -> tuple[JobState, str]:
         """The job's state and Ray's message for it."""
@@ -62,10 +63,10 @@ class Runner(Protocol):
 SPEC_FILE = "spec.json"  # in the job's working folder
 
 
-def driver_entrypoint(sweep_id: str, python: str = "python") -> str:
+def driver_entrypoint(sweep_id: str, experiment: str, python: str = "python") -> str:
     """The shell command a sweep's job runs, in a working folder holding ``SPEC_FILE``."""
     command = [python, "-m", "trainables.driver", "--resolved-spec", SPEC_FILE]
-    return shlex.join([*command, "--sweep-id", sweep_id])
+    return shlex.join([*command, "--sweep-id", sweep_id, "--experiment", experiment])
 
 
 class RayJobRunner:
@@ -80,7 +81,7 @@ class RayJobRunner:
         self._python = python
         self._nodes: tuple[float, list[dict[str, float]] | None] = (-NODES_TTL_S, None)
 
-    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
         if self.state(job)[0] is not JobState.MISSING:
             return
         with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
@@ -89,7 +90,7 @@ class RayJobRunner:
             runtime_env = {"working_dir": folder, "env_vars": self._env_vars}
             try:
                 self._client.submit_job(
-                    entrypoint=driver_entrypoint(sweep_id, self._python),
+                    entrypoint=driver_entrypoint(sweep_id, experiment, self._python),
                     submission_id=job,
                     runtime_env=runtime_env,
                 )

@@ -80,6 +80,9 @@ class Phases:
         return "\n".join([*lines, f"| **total** | **{total:.0f}** | |"])
 
 
+OWNER = "compose-check"  # who submits the check's sweeps
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -194,7 +197,9 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
     with phases.phase("MLflow holds the nested runs, trained on both workers"):
         mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
         experiment = mlflow.get(
-            "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": "dicesweep"}
+            # The submitting owner's own experiment.
+            "/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": f"dicesweep/{OWNER}"},
         ).json()["experiment"]
         nodes: dict[str, str] = {}
         for sweep, expected in zip(ids, (2, 4), strict=True):
@@ -258,9 +263,7 @@ def main() -> int:
             print(stack.compose("ps"))
         with phases.phase("an API key for the run"):
             key = (
-                stack.compose(
-                    "exec", "-T", "api", "dicesweep", "keys", "create", "--owner", "compose-check"
-                )
+                stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
                 .strip()
                 .splitlines()[-1]
             )

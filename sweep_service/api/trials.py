@@ -47,7 +47,7 @@ def sweep_trials(client: MlflowClient, sweep: Sweep) -> pd.DataFrame:
     if sweep.trial_rows is not None:
         return pd.DataFrame(sweep.trial_rows, columns=_columns(sweep.trial_rows))
     try:
-        return from_mlflow(lambda: trial_rows(client, sweep.id))
+        return from_mlflow(lambda: trial_rows(client, sweep.id, sweep.mlflow_experiment_id))
     except SweepNotFoundError:
         return pd.DataFrame(columns=[*TRIAL_ORDER, "status"])
 

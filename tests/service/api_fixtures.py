@@ -43,7 +43,7 @@ class FakeRunner:
     stopped: list[str] = field(default_factory=list)
     cluster: list[dict[str, float]] | None = None  # its nodes' resources; None: unknown
 
-    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
         self.submitted.append(job)
 
     def state(self, job: str) -> tuple[JobState, str]:

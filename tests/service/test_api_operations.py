@@ -67,6 +67,9 @@ class UnreachableTracking(MlflowClient):
     def get_experiment_by_name(self, name: str) -> Any:
         raise MlflowException("connection refused")
 
+    def search_experiments(self, *args: Any, **kwargs: Any) -> Any:
+        raise MlflowException("connection refused")
+
     def search_runs(self, *args: Any, **kwargs: Any) -> Any:
         raise MlflowException("connection refused")
 

@@ -22,8 +22,9 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, experiment_name
 from search_spaces.presets import get_preset
+from sweep_service.api.auth import LOCAL_OWNER
 from tests.conftest import short_home_folder
 
 CLI = [sys.executable, "-m", "sweep_service.cli"]
@@ -116,7 +117,7 @@ def service(short_home: Path, datasets_dir: Path) -> Iterator[Service]:
 
 def trial_runs(home: Path, sweep_id: str) -> list[Any]:
     client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(EXPERIMENT)
+    experiment = client.get_experiment_by_name(experiment_name(LOCAL_OWNER))
     if experiment is None:
         return []
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
@@ -267,7 +268,7 @@ def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
     assert killed and all(fields[-1] == "cancelled" for fields in killed), trials
     client = MlflowClient(f"sqlite:///{service.home / 'mlflow.db'}")
     (parent,) = client.search_runs(
-        [client.get_experiment_by_name(EXPERIMENT).experiment_id],
+        [client.get_experiment_by_name(experiment_name(LOCAL_OWNER)).experiment_id],
         f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'",
     )
     assert parent.info.status == "KILLED"

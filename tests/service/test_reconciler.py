@@ -30,12 +30,14 @@ class ScriptedRunner:
     def __init__(self) -> None:
         self.jobs: dict[str, tuple[JobState, str]] = {}
         self.submitted: list[tuple[str, str]] = []
+        self.experiments: dict[str, str] = {}  # sweep id -> the MLflow experiment it was given
         self.stopped: list[str] = []
 
-    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any]) -> None:
+    def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
         if job not in self.jobs:
             self.jobs[job] = (JobState.PENDING, "")
             self.submitted.append((job, sweep_id))
+            self.experiments[sweep_id] = experiment
 
     def state(self, job: str) -> tuple[JobState, str]:
         return self.jobs.get(job, (JobState.MISSING, ""))

@@ -19,7 +19,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy import URL
 
-from search_spaces.lineage import EXPERIMENT
+from search_spaces.lineage import experiment_name
 from sweep_service import serve
 from sweep_service.settings import ServiceSettings
 from tests.service.test_e2e import CLI, Service, wait
@@ -112,7 +112,7 @@ def test_no_secret_leaves_its_place_during_a_sweep(
         service.stop()
 
     client = MlflowClient(f"sqlite:///{short_home / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name(EXPERIMENT)
+    experiment = client.get_experiment_by_name(experiment_name("alice"))
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id])
     assert len(runs) == 3  # the sweep's parent run and its two trials

@@ -82,10 +82,11 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 WAITING_TAG = "dicesweep.waiting"
 
 
-def experiment_id(client: Any, settings: DicesweepSettings) -> str:
-    """The ``dicesweep`` experiment, created with an artifact folder under the home,
-    marked as model training for the MLflow UI."""
-    found = client.get_experiment_by_name(EXPERIMENT)
+def experiment_id(client: Any, settings: DicesweepSettings, name: str = EXPERIMENT) -> str:
+    """The experiment ``name`` (``dicesweep``, or an owner's ``dicesweep/<owner>``),
+    created with an artifact folder under the home, marked as model training for the
+    MLflow UI."""
+    found = client.get_experiment_by_name(name)
     if found is not None:
         if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
             client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
@@ -98,12 +99,12 @@ def experiment_id(client: Any, settings: DicesweepSettings) -> str:
     from mlflow.exceptions import MlflowException
 
     try:
-        return str(client.create_experiment(EXPERIMENT, artifact_location=location, tags=tags))
+        return str(client.create_experiment(name, artifact_location=location, tags=tags))
     except MlflowException as error:
         # Two sweeps' drivers starting at once: the other one created it first.
         if error.error_code != "RESOURCE_ALREADY_EXISTS":
             raise
-        created = client.get_experiment_by_name(EXPERIMENT)
+        created = client.get_experiment_by_name(name)
         if created is None:
             raise
         return str(created.experiment_id)
@@ -157,13 +158,13 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
 
 
 def open_tracking(
-    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec
+    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec, experiment_name: str = EXPERIMENT
 ) -> tuple[Any, TrackingLink]:
     """An MLflow client, and the link trials log through: experiment and parent run."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri))
-    experiment = experiment_id(client, settings)
+    experiment = experiment_id(client, settings, experiment_name)
     link = TrackingLink(
         tracking_uri=str(settings.mlflow_tracking_uri),
         experiment_id=experiment,
@@ -305,10 +306,12 @@ def run(
     settings: DicesweepSettings,
     num_cpus: int | None,
     started_at: float | None = None,
+    experiment: str = EXPERIMENT,
 ) -> int:
     """Run (or resume) the sweep of a validated ``spec``; returns the process exit code.
     ``started_at`` (seconds since the epoch; now when None) is when this run began, the
-    progress display's clock's start unless the sweep is resumed."""
+    progress display's clock's start unless the sweep is resumed; ``experiment`` is the
+    MLflow experiment its runs go to (the service names its owner's)."""
     started_at = time.time() if started_at is None else started_at
     sweep_id = sweep_id or new_sweep_id(spec)
     log_file = settings.home / "logs" / f"{sweep_id}.log"
@@ -317,7 +320,7 @@ def run(
     # MLflow (import, store, parent run). The trials' libraries (torch, transformers)
     # are never imported here: only the workers that run trials need them.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tracking = pool.submit(open_tracking, settings, sweep_id, spec)
+        tracking = pool.submit(open_tracking, settings, sweep_id, spec, experiment)
         start_ray(settings, num_cpus, log_file)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
@@ -529,6 +532,9 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     )
     parser.add_argument("--sweep-id", help="resume (or name) this sweep")
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray head")
+    parser.add_argument(
+        "--experiment", default=EXPERIMENT, help="MLflow experiment (an owner's: dicesweep/NAME)"
+    )
     args = parser.parse_args(argv)
     if len([x for x in (args.spec, args.preset, args.resolved_spec) if x]) != 1:
         parser.error("give exactly one of: a spec file, --preset, --resolved-spec")
@@ -542,4 +548,4 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     except (SpecError, SpecFileError) as error:
         print(error, file=sys.stderr)
         sys.exit(2)
-    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus, started_at))
+    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus, started_at, args.experiment))
