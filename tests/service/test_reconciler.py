@@ -174,10 +174,10 @@ def test_a_sweep_cancelled_while_being_submitted_has_its_job_stopped(
     reconciler, runner, sweep_id = setup(session_factory, alice)
     submit = runner.submit
 
-    def cancel_then_submit(job: str, sweep: str, spec: Mapping[str, Any]) -> None:
+    def cancel_then_submit(job: str, sweep: str, spec: Mapping[str, Any], experiment: str) -> None:
         with session_factory() as session:  # the cancel route wins the race
             transition_sweep(session, sweep, SweepStatus.CANCELLED)
-        submit(job, sweep, spec)
+        submit(job, sweep, spec, experiment)
 
     runner.submit = cancel_then_submit  # type: ignore[method-assign]
     reconciler.run_once()
