@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The real data sets, read in place (never copied into the project).
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo smoke test lint typecheck unit browser-deps browser-test bench-deps bench \
+.PHONY: install demo smoke test lint typecheck unit e2e-test browser-deps browser-test bench-deps bench \
 	docker-engine wheels images compose-check clean
 
 $(STAMP): pyproject.toml
@@ -38,6 +38,11 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest $(if $(RUN_SLOW),--runslow,) $(PYTEST_ARGS)
+
+## Real sweeps end to end (a few minutes each: the service's, the driver's resumes and
+## retries, S3, the local-folder runs, the progress display): about 10 minutes.
+e2e-test: $(STAMP)
+	$(BIN)/python -m pytest --e2e $(PYTEST_ARGS)
 
 ## Debian's chromium (apt-get, as root or through sudo) for the browser tests.
 browser-deps:

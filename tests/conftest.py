@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data sets, and the opt-in switches for slow and browser tests."""
+"""Shared fixtures: the real data sets, and the opt-in switches for slow, browser and
+end-to-end tests."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--browser", action="store_true", default=False, help="run the browser tests only"
     )
+    parser.addoption(
+        "--e2e", action="store_true", default=False, help="run the end-to-end sweep tests only"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,6 +38,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if ("browser" in item.keywords) != browser:
             item.add_marker(skip_rest if browser else skip_browser)
+    # The end-to-end sweeps (make e2e-test) run real sweeps for minutes, on their own.
+    e2e = config.getoption("--e2e")
+    skip_e2e = pytest.mark.skip(reason="an end-to-end sweep: run with make e2e-test")
+    skip_not_e2e = pytest.mark.skip(reason="not an end-to-end sweep (--e2e runs those only)")
+    for item in items:
+        if not browser and ("e2e" in item.keywords) != e2e:
+            item.add_marker(skip_not_e2e if e2e else skip_e2e)
     if config.getoption("--runslow") or os.environ.get("DICESWEEP_RUN_SLOW") == "1":
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow or DICESWEEP_RUN_SLOW=1")

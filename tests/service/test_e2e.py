@@ -29,7 +29,7 @@ from tests.conftest import short_home_folder
 
 CLI = [sys.executable, "-m", "sweep_service.cli"]
 
-pytestmark = pytest.mark.data
+pytestmark = [pytest.mark.data, pytest.mark.e2e]
 
 
 def free_port() -> int:

@@ -48,6 +48,7 @@ def password_url(postgres_database: URL) -> Iterator[URL]:
     yield postgres_database.set(password=f"pw-{secrets.token_hex(12)}")
 
 
+@pytest.mark.e2e
 def test_no_secret_leaves_its_place_during_a_sweep(
     short_home: Path, datasets_dir: Path, password_url: URL
 ) -> None:

@@ -39,6 +39,7 @@ def overflowing_classifier(folder: Path, texts: list[str]) -> Path:
     return folder
 
 
+@pytest.mark.e2e
 @pytest.mark.data
 def test_a_diverged_trial_fails_with_its_step_and_is_not_in_the_table(
     datasets_dir: Path, tmp_path: Path, short_home: Path

@@ -245,6 +245,7 @@ RUN_TRAINING = {
         ("squad-json", "mrc", cut_squad),
     ],
 )
+@pytest.mark.e2e
 def test_dicesweep_run_trains_on_a_local_folder(
     datasets_dir: Path, tmp_path: Path, short_home: Path, fmt: str, kind: str, cut: Any
 ) -> None:
@@ -342,6 +343,7 @@ def conll2003_piece(datasets_dir: Path, folder: Path) -> None:
         (folder / name).write_text("\n\n".join(blocks[:sentences]) + "\n")
 
 
+@pytest.mark.e2e
 @pytest.mark.data
 def test_the_readmes_own_data_example_runs_as_written(
     datasets_dir: Path, tmp_path: Path, short_home: Path

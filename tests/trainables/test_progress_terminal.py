@@ -19,7 +19,7 @@ import pytest
 
 from tests.trainables.test_sweep import CLI, environment
 
-pytestmark = pytest.mark.data
+pytestmark = [pytest.mark.data, pytest.mark.e2e]
 ESCAPE = "\x1b["
 # What rich's live view writes before each redraw: back to the line start, erase the
 # lines of the last frame going up.

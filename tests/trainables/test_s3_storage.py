@@ -102,6 +102,7 @@ def mlflow_on_s3(s3: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
         server.wait(timeout=30)
 
 
+@pytest.mark.e2e
 @pytest.mark.data
 def test_a_sweep_keeps_its_experiment_and_artifacts_on_s3_and_resumes_from_there(
     s3: dict[str, str], mlflow_on_s3: str, short_home: Path, datasets_dir: Path

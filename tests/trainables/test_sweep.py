@@ -215,6 +215,7 @@ def test_grid_command_png_and_unknown_sweep(smoke: dict[str, Any], tmp_path: Pat
     assert "no finished trials found for no-such-sweep" in missing.stderr
 
 
+@pytest.mark.e2e
 def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(
     tmp_path: Path, short_home: Path
 ) -> None:
@@ -263,6 +264,7 @@ def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(
     assert steps[-1] == 120 and len(steps) >= 11
 
 
+@pytest.mark.e2e
 def test_interrupted_driver_resumes_without_rerunning_finished_trials(
     tmp_path: Path, short_home: Path
 ) -> None:

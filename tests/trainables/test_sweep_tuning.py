@@ -23,6 +23,7 @@ LEARNING_RATES = [1.0e-4, 1.0e-3]
 LOSSES = {loss_label(loss) for loss in expand_losses(resolve_spec({"extends": "smoke"}))}
 
 
+@pytest.mark.e2e
 @pytest.mark.data
 def test_a_driver_interrupted_in_stage_two_resumes_it_without_rerunning_stage_one(
     tmp_path: Path, short_home: Path, datasets_dir: Path
