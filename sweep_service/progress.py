@@ -37,12 +37,13 @@ def read_progress(
     Raises:
         mlflow.exceptions.MlflowException: the tracking store did not answer.
     """
-    if experiment_id is None:  # its parent run says which experiment (its owner's)
-        parent = _parent_run(client, dicesweep_experiments(client), sweep_id)
-        if parent is None:
-            return TrialProgress()
-        experiment_id, parent_run_id = str(parent.info.experiment_id), str(parent.info.run_id)
-    try:
+    if experiment_id is None:  # its owner's: the sweep's parent run says which
+        parent = (
+            None if parent_run_id else _parent_run(client, dicesweep_experiments(client), sweep_id)
+        )
+        if parent is not None:
+            experiment_id, parent_run_id = str(parent.info.experiment_id), str(parent.info.run_id)
+    try:  # without an experiment id, in every dicesweep experiment
         rows = trial_rows(client, sweep_id, experiment_id)
     except SweepNotFoundError:
         rows = pd.DataFrame(columns=["status"])
@@ -54,7 +55,8 @@ def read_progress(
         best_trial=best_trial(final_rows(rows)),
         tuning=tuning_state(rows),
         mlflow_experiment_id=experiment_id,
-        mlflow_parent_run_id=parent_run_id or _parent_run_id(client, experiment_id, sweep_id),
+        mlflow_parent_run_id=parent_run_id
+        or (_parent_run_id(client, experiment_id, sweep_id) if experiment_id else None),
         rows=json.loads(rows.to_json(orient="records")),  # NaN as null: JSON for the store
     )
 

@@ -29,6 +29,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
 from search_spaces.presets import resolve_spec
+from search_spaces.reports.budget import BUDGET_INCHES
 from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, free_port, wait
 
@@ -391,4 +392,57 @@ def test_a_cancelled_sweep_page_says_what_ran_and_what_never_did(
     expect(page.locator("span.run.killed").first).to_be_visible()
     expect(page.locator("span.run.not-started").first).to_be_visible()
     page.screenshot(path=screenshots / "sweep-cancelled.png", full_page=True)
+    assert refused == []
+
+
+def test_a_two_stage_sweep_page_shows_the_chosen_settings_and_the_budget_curves(
+    service: Service,
+    sweep_id: str,
+    context: tuple[BrowserContext, list[str]],
+    screenshots: Path,
+) -> None:
+    # Stage 1 draws three learning rates per loss at random on the tuning split; stage 2
+    # runs the seed at each loss's choice.
+    tuned = {
+        "extends": "smoke",
+        "name": "tuned-demo",
+        "tune": {
+            "learning_rate": {"loguniform": [1.0e-3, 1.0e-2]},
+            "trials_per_loss": 3,
+            "holdout": 0.1,
+        },
+    }
+    answer = service.http.post("/v1/sweeps", json=tuned)
+    assert answer.status_code == 201, answer.text
+    tuned_id = str(answer.json()["id"])
+    sweep = finished(service, tuned_id)
+    assert sweep["status"] == "succeeded", sweep
+    chosen = sweep["tuning"]["chosen"]  # type: ignore[index]
+    opened, refused = context
+    page = opened.new_page()
+    page.goto(f"http://127.0.0.1:{service.port}/sweeps/{tuned_id}")
+    expect(page.locator(".summary .stage")).to_contain_text("stage 2")
+    for label, settings in chosen.items():
+        expect(page.locator(".summary .chosen")).to_contain_text(
+            f"{label}: learning_rate={settings['learning_rate']:g}"
+        )
+    # One curve per loss: the expected best of n = 1, 2, 3 tuning trials, ± 1 std.
+    curves = page.locator("section.budget table.budget")
+    expect(curves).to_be_visible()
+    expect(curves.locator("caption")).to_contain_text("Budget curves: the expected best eval_f1")
+    expect(curves.locator("tbody tr")).to_have_count(3)
+    for label in chosen:
+        expect(curves.locator("thead")).to_contain_text(label)
+    cells = curves.locator("tbody td")
+    expect(cells).to_have_count(3 * len(chosen))
+    assert all(re.fullmatch(r"\d+\.\d\d ± \d+\.\d\d", text) for text in cells.all_inner_texts())
+    expect(page.locator("p.budget-caveat")).to_have_count(0)  # stage 1 drew at random
+    # The plot carries the curves below its table: taller than the plot of the module's
+    # sweep (the same two losses, no tuning) by the curves' height.
+    page.wait_for_function("document.querySelector('img.plot').naturalWidth > 0")
+    height = page.evaluate("document.querySelector('img.plot').naturalHeight")
+    plain = service.http.get(f"/v1/sweeps/{finished(service, sweep_id)['id']}/grid?format=png")
+    plain_height = int.from_bytes(plain.content[20:24], "big")  # the PNG's IHDR height
+    assert height >= plain_height + 0.9 * BUDGET_INCHES * 120, (height, plain_height)
+    page.screenshot(path=screenshots / "sweep-two-stage.png", full_page=True)
     assert refused == []
