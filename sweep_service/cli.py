@@ -59,7 +59,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
     from mlflow.tracking import MlflowClient
 
     from search_spaces import reports
-    from search_spaces.reports.budget import reported_rows
+    from search_spaces.reports import final_rows
     from sweep_service.results import merged_rows
 
     settings = DicesweepSettings()
@@ -67,12 +67,12 @@ def cmd_grid(args: argparse.Namespace) -> int:
     sweep_ids = list(dict.fromkeys(args.sweep_id))
     rows = reports.final_rows(merged_rows(client, sweep_ids))  # no stage-1 trials
     finished = rows[rows["status"] == "FINISHED"]
-    if reported_rows(finished).empty:  # none yet, or only stage 1's
+    if final_rows(finished).empty:  # none yet, or only stage 1's
         names = ", ".join(sweep_ids)
         print(f"dicesweep grid: no finished trials found for {names}", file=sys.stderr)
         return 1
     table = reports.paper_table(
-        reported_rows(finished), args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
+        final_rows(finished), args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
     )
     # The trial runs do not say how stage 1 sampled: the text states the assumption.
     table = reports.with_budget_curves(table, finished, random_sampling=None)

@@ -30,7 +30,6 @@ import pandas as pd
 
 TUNE_STAGE = "tune"  # the rows of stage 1 (the two-stage sweep's row column ``stage``)
 CURVE_COLUMNS = ("curve", "trials", "mean", "std")
-DISTRIBUTIONS = frozenset({"uniform", "loguniform", "choice"})
 TIE = 1e-9  # expected bests closer than this are even: neither is ahead
 
 
@@ -65,12 +64,6 @@ def stage_one_rows(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
         return rows.iloc[0:0]
     tuned = rows[rows["stage"] == TUNE_STAGE]
     return tuned[pd.to_numeric(tuned[metric], errors="coerce").notna()]
-
-
-def reported_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows a paper table averages: every row but stage 1's, which were scored on
-    the tuning split."""
-    return rows[rows["stage"] != TUNE_STAGE] if "stage" in rows else rows
 
 
 def budget_curves(rows: pd.DataFrame, metric: str) -> pd.DataFrame:

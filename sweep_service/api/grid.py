@@ -15,6 +15,7 @@ import pandas as pd
 from search_spaces.reports import (
     METRICS,
     failed_trials,
+    final_rows,
     infer_layout,
     paper_table,
     to_csv,
@@ -24,10 +25,10 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
-from search_spaces.reports.budget import reported_rows, with_budget_curves
+from search_spaces.reports.budget import with_budget_curves
 from sweep_service.api.errors import ApiError
 
-# stage: a table holds stage 2 only (reported_rows).
+# stage: a table holds stage 2 only (final_rows).
 NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stage"})
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
@@ -110,7 +111,7 @@ def grid_of(
             ``build_table`` raises.
     """
     finished = finished_rows(trials, subject)
-    reported = reported_rows(finished)
+    reported = final_rows(finished)
     if reported.empty:
         raise ApiError("no_results", f"{subject} has no finished final-stage trials yet")
     table = build_table(reported, rows_key, cols_key, metric, title)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from search_spaces.reports import (
+    final_rows,
     paper_table,
     to_html,
     to_json,
@@ -20,12 +21,11 @@ from search_spaces.reports import (
     to_png,
     with_budget_curves,
 )
-from search_spaces.reports.budget import reported_rows
 from tests.stage_rows import STAGE_ONE, STAGE_TWO, two_stage_rows
 
 
 def _table(rows: pd.DataFrame, random_sampling: bool = True) -> pd.DataFrame:
-    table = paper_table(reported_rows(rows), "eval_f1", title="two-stage")
+    table = paper_table(final_rows(rows), "eval_f1", title="two-stage")
     return with_budget_curves(table, rows, random_sampling)
 
 
@@ -91,13 +91,13 @@ def test_html_latex_and_json_carry_the_curves() -> None:
 
 def test_the_png_draws_the_curves_below_the_table() -> None:
     rows = two_stage_rows()
-    plain = paper_table(reported_rows(rows), "eval_f1", title="two-stage")
+    plain = paper_table(final_rows(rows), "eval_f1", title="two-stage")
     with_curves = _table(rows)
     assert _png_height(to_png(with_curves)) > _png_height(to_png(plain)) + 300
 
 
 def test_without_stage_one_rows_every_format_is_unchanged() -> None:
-    final = reported_rows(two_stage_rows())
+    final = final_rows(two_stage_rows())
     for rows in (final, final.drop(columns="stage")):
         plain = paper_table(rows, "eval_f1", title="two-stage")
         table = with_budget_curves(paper_table(rows, "eval_f1", title="two-stage"), rows, True)

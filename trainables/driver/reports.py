@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.reports import (
+    final_rows,
     paired_test,
     paper_table,
     row_from_trial,
@@ -26,7 +27,7 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
-from search_spaces.reports.budget import budget_frame, reported_rows, with_budget_curves
+from search_spaces.reports.budget import budget_frame, with_budget_curves
 from search_spaces.reports.formats import format_value
 from search_spaces.reports.tables import loss_label
 
@@ -108,7 +109,7 @@ def write_reports(
     Stage-1 rows (a two-stage sweep's) are left out of the table and give its budget
     curves instead (``budget_curves.csv``, and under the table in every format), read
     as random draws where ``random_sampling``."""
-    table = paper_table(reported_rows(rows), metric, title=name)
+    table = paper_table(final_rows(rows), metric, title=name)
     table = with_failures(with_budget_curves(table, rows, random_sampling), failed)
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
     baseline = table.attrs["baseline"]
