@@ -19,7 +19,7 @@ from sweep_service.store import Owner, create_api_key, create_sweep
 from tests.service.api_fixtures import MakeApi, bearer
 from tests.service.factories import make_draft
 from tests.service.test_reconciler import ScriptedRunner
-from trainables.driver.run import open_tracking
+from trainables.driver.parent import open_tracking
 
 
 def test_each_owner_s_sweeps_go_to_the_owner_s_own_experiment(

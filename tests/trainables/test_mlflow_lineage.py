@@ -16,7 +16,7 @@ from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
-from trainables.driver.run import open_tracking, parent_run_name
+from trainables.driver.parent import open_tracking, parent_run_name
 from trainables.driver.tracking import TrialLogger
 
 KIND = "mlflow.experimentKind"
@@ -237,7 +237,7 @@ def test_a_finished_trial_records_its_optimiser_steps_and_why_it_stopped(
 def test_a_driver_finding_the_experiment_created_meanwhile_uses_it(tmp_path: Path) -> None:
     """Two sweeps' drivers starting at once: both see no experiment, one creates it, the
     other's create is refused as existing and it takes the one now there."""
-    from trainables.driver.run import experiment_id
+    from trainables.driver.parent import experiment_id
 
     settings = DicesweepSettings(home=tmp_path / "home")
     client = MlflowClient(str(settings.mlflow_tracking_uri))
