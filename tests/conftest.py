@@ -38,13 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if ("browser" in item.keywords) != browser:
             item.add_marker(skip_rest if browser else skip_browser)
-    # The end-to-end sweeps (make e2e-test) run real sweeps for minutes, on their own.
-    e2e = config.getoption("--e2e")
-    skip_e2e = pytest.mark.skip(reason="an end-to-end sweep: run with make e2e-test")
-    skip_not_e2e = pytest.mark.skip(reason="not an end-to-end sweep (--e2e runs those only)")
-    for item in items:
-        if not browser and ("e2e" in item.keywords) != e2e:
-            item.add_marker(skip_not_e2e if e2e else skip_e2e)
+    # The end-to-end sweeps (make e2e-test) run real sweeps for minutes, on their own:
+    # --e2e selects them only; without it they are skipped.
+    if config.getoption("--e2e"):
+        others = [item for item in items if "e2e" not in item.keywords]
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if "e2e" in item.keywords]
+    elif not browser:
+        skip_e2e = pytest.mark.skip(reason="an end-to-end sweep: run with make e2e-test")
+        for item in items:
+            if "e2e" in item.keywords:
+                item.add_marker(skip_e2e)
     if config.getoption("--runslow") or os.environ.get("DICESWEEP_RUN_SLOW") == "1":
         return
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow or DICESWEEP_RUN_SLOW=1")
