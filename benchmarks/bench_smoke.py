@@ -62,7 +62,7 @@ def check_table(table: dict[str, Any]) -> str:
     if degenerate:
         raise SystemExit(f"degenerate trials in the smoke sweep: {degenerate}")
     return f"{len(cells)} cells, " + ", ".join(
-        f"{cell['loss']} {cell['mean']:.1f}" for cell in cells
+        f"{cell['row']} {cell['mean']:.2f}" for cell in cells
     )
 
 
