@@ -77,6 +77,21 @@ def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:
     return total_ms / 3_600_000
 
 
+def spec_that_ran(tracking_uri: str, sweep_id: str) -> dict[str, Any]:
+    """The resolved spec a sweep without a preset ran: its parent run's ``spec.yaml``."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, dicesweep_experiments
+
+    client = MlflowClient(tracking_uri)
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"
+    (parent,) = client.search_runs(dicesweep_experiments(client), query, max_results=1)
+    mlflow.set_tracking_uri(tracking_uri)
+    text = mlflow.artifacts.load_text(f"{parent.info.artifact_uri}/spec.yaml")
+    return dict(yaml.safe_load(text))
+
+
 def experiment_of(tracking_uri: str, run_id: str) -> str:
     """The name of the MLflow experiment holding ``run_id`` (the owner's)."""
     from mlflow.tracking import MlflowClient
@@ -150,7 +165,11 @@ def main() -> None:
     Path(f"{stem}.png").write_bytes(
         api.get(grid, params={"format": "png"}).raise_for_status().content
     )
-    spec = api.get(f"/v1/search-spaces/{sweep['preset']}").raise_for_status().json()["spec"]
+    spec = (
+        api.get(f"/v1/search-spaces/{sweep['preset']}").raise_for_status().json()["spec"]
+        if sweep["preset"]
+        else spec_that_ran(args.tracking_uri, args.sweep_id)
+    )
     Path(f"{stem}-spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     per_trial = trials(api, args.sweep_id)
     buffer = io.StringIO()
@@ -165,7 +184,8 @@ def main() -> None:
     links = sweep.get("links") or {}
     counts = sweep["trials"]
     spec_file, trials_file = f"{args.name}-spec.yaml", f"{args.name}-trials.csv"
-    run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, preset `{sweep["preset"]}`), submitted over
+    preset = f"preset `{sweep['preset']}`" if sweep["preset"] else "its own spec, no preset"
+    run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, {preset}), submitted over
 REST to a running `dicesweep serve` and read back through its API; MLflow experiment
 `{experiment}` ({links.get("mlflow_experiment", "no link")}), parent run
 {links.get("mlflow_run", "no link")}.
