@@ -20,8 +20,8 @@ def test_the_head_listens_on_loopback_on_the_ports_given(tmp_path: Path) -> None
     assert Path(command[0]).name == "ray"
 
 
-def fake_head(tmp_path: Path, exits_first: int) -> list[str]:
-    """A stand-in for ``ray start``: exits 1 (printing why) on its first
+def fake_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exits_first: int) -> None:
+    """``ray start`` replaced by a stand-in: it exits 1 (printing why) on its first
     ``exits_first`` starts, then serves ``/api/version`` on the dashboard port."""
     script = tmp_path / "fake_head.py"
     script.write_text(
@@ -37,7 +37,10 @@ def fake_head(tmp_path: Path, exits_first: int) -> list[str]:
         "        self.send_response(200); self.end_headers(); self.wfile.write(b'{}')\n"
         "http.server.HTTPServer(('127.0.0.1', port), Version).serve_forever()\n"
     )
-    return [sys.executable, str(script)]
+    command = [sys.executable, str(script)]
+    monkeypatch.setattr(
+        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
+    )
 
 
 @pytest.fixture
@@ -51,10 +54,7 @@ def head_settings(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceS
 def test_a_head_that_exits_while_starting_is_started_again_on_fresh_ports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
 ) -> None:
-    command = fake_head(tmp_path, exits_first=1)
-    monkeypatch.setattr(
-        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
-    )
+    fake_head(tmp_path, monkeypatch, exits_first=1)
     with serve.local_ray_head(head_settings) as address:
         assert urllib.request.urlopen(f"{address}/api/version", timeout=5).status == 200
     assert (tmp_path / "starts").read_text() == "2"
@@ -63,10 +63,7 @@ def test_a_head_that_exits_while_starting_is_started_again_on_fresh_ports(
 def test_a_head_that_never_starts_is_one_error_with_the_end_of_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
 ) -> None:
-    command = fake_head(tmp_path, exits_first=99)
-    monkeypatch.setattr(
-        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
-    )
+    fake_head(tmp_path, monkeypatch, exits_first=99)
     starting = serve.local_ray_head(head_settings)
     with pytest.raises(serve.HeadExited, match="exited with code 1") as raised:
         starting.__enter__()
