@@ -83,9 +83,9 @@ def run_sweep(spec: dict[str, Any], sweep_id: str, home: Path, datasets: Path) -
 
 
 def trial_runs(client: Any, sweep_id: str) -> list[Any]:
-    from search_spaces.lineage import ROLE_TAG, SWEEP_TAG
+    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 
-    experiment = client.get_experiment_by_name("dicesweep")
+    experiment = client.get_experiment_by_name(EXPERIMENT)
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
     return list(client.search_runs([experiment.experiment_id], query, max_results=1000))
 
@@ -107,7 +107,14 @@ def main() -> None:
     args = parser.parse_args()
     from mlflow.tracking import MlflowClient
 
-    from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, TUNED_TAG
+    from search_spaces.lineage import (
+        EXPERIMENT,
+        ROLE_TAG,
+        STAGE_TAG,
+        STOP_TAG,
+        SWEEP_TAG,
+        TUNED_TAG,
+    )
 
     home = Path(tempfile.mkdtemp(prefix="dsw-t-", dir="/tmp"))
     try:
@@ -139,11 +146,11 @@ def main() -> None:
         }
         staged = trial_runs(client, "two-stage")
         query = f"tags.`{SWEEP_TAG}` = 'two-stage' and tags.`{ROLE_TAG}` = 'sweep'"
-        experiment = client.get_experiment_by_name("dicesweep").experiment_id
+        experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
         (parent,) = client.search_runs([experiment], query)
         chosen = json.loads(parent.data.tags[TUNED_TAG])
-        stage_one = [run for run in staged if run.data.tags.get("dicesweep.stage") == "tune"]
-        stopped = [r for r in stage_one if r.data.tags.get("dicesweep.stop_reason") == "scheduler"]
+        stage_one = [run for run in staged if run.data.tags.get(STAGE_TAG) == "tune"]
+        stopped = [r for r in stage_one if r.data.tags.get(STOP_TAG) == "scheduler"]
         grid_hours, staged_hours = hours(grid_runs), hours(staged)
     finally:
         shutil.rmtree(home, ignore_errors=True)

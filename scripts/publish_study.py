@@ -36,6 +36,13 @@ TRIAL_COLUMNS = [
     "variant",
     "seed",
     "status",
+    "stage",
+    "tuned_learning_rate",
+    "tuned_warmup_ratio",
+    "tuned_epochs",
+    "optimizer_steps",
+    "stop_reason",
+    "degenerate_reason",
     "eval_f1",
     "eval_precision",
     "eval_recall",
@@ -56,11 +63,20 @@ def trials(api: httpx.Client, sweep_id: str) -> pd.DataFrame:
     while True:
         params = {"page_token": token} if token else {}
         page = api.get(f"/v1/sweeps/{sweep_id}/trials", params=params).raise_for_status().json()
-        lines += [{**trial, **trial["metrics"]} for trial in page["data"]]
+        lines += [
+            {
+                **trial,
+                **trial["metrics"],
+                **{f"tuned_{key}": value for key, value in (trial.get("tuned") or {}).items()},
+            }
+            for trial in page["data"]
+        ]
         token = page["next_page_token"]
         if not token:
             break
     frame = pd.DataFrame(lines)
+    if "degenerate_reason" in frame:  # an empty cell: the trial learned something
+        frame["degenerate_reason"] = frame["degenerate_reason"].fillna("")
     return frame[[c for c in TRIAL_COLUMNS if c in frame.columns]]
 
 
@@ -173,7 +189,7 @@ def main() -> None:
     Path(f"{stem}-spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     per_trial = trials(api, args.sweep_id)
     buffer = io.StringIO()
-    per_trial.to_csv(buffer, index=False, float_format="%.4f")
+    per_trial.to_csv(buffer, index=False, float_format="%.6g")
     Path(f"{stem}-trials.csv").write_text(buffer.getvalue())
 
     started = datetime.fromisoformat(sweep["started_at"].replace("Z", "+00:00"))
