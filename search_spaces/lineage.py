@@ -6,6 +6,8 @@ is a parent run (role ``sweep``) and a nested run per trial (role ``trial``), to
 apart by these tags; sweep ids are unique across experiments.
 """
 
+import json
+
 EXPERIMENT = "dicesweep"
 
 
@@ -22,6 +24,40 @@ def dicesweep_experiments(client: object) -> list[str]:
     )
     ours = [e for e in found if e.name == EXPERIMENT or e.name.startswith(f"{EXPERIMENT}/")]
     return [str(experiment.experiment_id) for experiment in ours]  # not a "dicesweep-x"
+
+
+# A saved chart view of every dicesweep experiment, opened by the service's "charts"
+# link (``viewStateShareKey``): the MLflow UI (3.x) puts a run's prefixed metrics'
+# sections (the parents' ``best_eval_f1/...``, ``grid/...``) before "Model metrics"
+# (the trials' ``eval_f1``, ``train_loss``); this view puts the trials' charts first.
+# The UI reads a view from the experiment tag ``mlflow.sharedViewState.<key>``: a
+# name, times, and its state as JSON; sections the state does not list follow in the
+# order the metrics are found.
+CHART_VIEW = "dicesweep-trials-first"
+CHART_VIEW_TAG = f"mlflow.sharedViewState.{CHART_VIEW}"
+
+
+def chart_view(now_ms: int) -> str:
+    """The value of ``CHART_VIEW_TAG``: a view named "dicesweep: trials first"."""
+    state = {
+        "compareRunSections": [
+            {
+                "uuid": "dicesweep-trials",
+                "name": "Model metrics",
+                "display": True,
+                "isReordered": False,
+            }
+        ],
+        "compareRunCharts": [],  # the UI makes a chart per metric
+        "isAccordionReordered": True,  # keep this order, do not sort the sections
+    }
+    view = {
+        "name": "dicesweep: trials first",
+        "createdAt": now_ms,
+        "updatedAt": now_ms,
+        "state": json.dumps(state),
+    }
+    return json.dumps(view)
 
 
 TAG_PREFIX = "dicesweep."

@@ -79,6 +79,8 @@ class SweepLinks(BaseModel):
     cancel: str
     mlflow_experiment: str | None = None
     mlflow_run: str | None = None
+    # The sweep's runs in MLflow's chart view, the trials' charts before the parents'
+    mlflow_charts: str | None = None
 
 
 class SweepPublic(BaseModel):

@@ -7,12 +7,13 @@ import base64
 import json
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from search_spaces.lineage import CHART_VIEW
 from search_spaces.reports import METRICS, degenerate_reason
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
@@ -96,14 +97,26 @@ def run_url(base: str, run_id: str) -> str:
     return f"{base}/runs/{run_id}{ML_VIEW}"
 
 
-def mlflow_links(ui: str, sweep: Sweep) -> tuple[str | None, str | None]:
-    """Links to the sweep's experiment (its runs list) and parent run in the MLflow UI
-    at ``ui``, both in its model-training view; None where not known yet."""
+class MlflowLinks(NamedTuple):
+    """Where a sweep is in the MLflow UI; None where not known yet."""
+
+    experiment: str | None = None  # its experiment's runs list
+    run: str | None = None  # its parent run
+    charts: str | None = None  # the runs' charts, the trials' first (``CHART_VIEW``)
+
+
+def mlflow_links(ui: str, sweep: Sweep) -> MlflowLinks:
+    """Links to the sweep's experiment, parent run and charts in the MLflow UI at
+    ``ui``, all in its model-training view."""
     base = experiment_base(ui, sweep)
     if base is None:
-        return None, None
+        return MlflowLinks()
     run_id = sweep.mlflow_parent_run_id
-    return f"{base}/runs{ML_VIEW}", run_url(base, run_id) if run_id else None
+    return MlflowLinks(
+        experiment=f"{base}/runs{ML_VIEW}",
+        run=run_url(base, run_id) if run_id else None,
+        charts=f"{base}/runs{ML_VIEW}&compareRunsMode=CHART&viewStateShareKey={CHART_VIEW}",
+    )
 
 
 def trial_page(

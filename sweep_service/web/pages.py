@@ -132,7 +132,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
     """What the sweep page shows. MLflow not answering is shown, not raised: the
     store's view of the sweep is still worth a page."""
     metric = str(sweep.resolved_spec.get("search", {}).get("metric", "eval_f1"))
-    experiment_url, parent_url = mlflow_links(services.settings.mlflow_ui, sweep)
+    mlflow = mlflow_links(services.settings.mlflow_ui, sweep)
     experiment = experiment_base(services.settings.mlflow_ui, sweep)
     tracking_problem = None
     try:
@@ -148,8 +148,9 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
         "trials": trials + pending_lines(sweep, trials),
         "grid": grid,
         "plot_url": f"/v1/sweeps/{sweep.id}/grid?format=png&metric={metric}" if grid else None,
-        "experiment_url": experiment_url,
-        "parent_url": parent_url,
+        "experiment_url": mlflow.experiment,
+        "parent_url": mlflow.run,
+        "charts_url": mlflow.charts,
         "spec": spec_yaml(sweep),
         "tracking_problem": tracking_problem,
         "final": sweep.status.is_finished(),

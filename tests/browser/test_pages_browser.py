@@ -321,6 +321,20 @@ def test_the_mlflow_links_open_the_right_runs(
     expect(runs.get_by_text("best_eval_f1").first).to_be_visible(timeout=30_000)
     runs.wait_for_timeout(2000)  # the charts animate in
     runs.screenshot(path=screenshots / "mlflow-compare.png")
+    # The page's "charts" link: the chart view saved with the experiment, the trials'
+    # section ("Model metrics": eval_f1, train_loss) before the parent's best_/grid ones.
+    with opened.expect_page() as charts_tab:
+        page.locator("a.mlflow-charts").click()
+    charts = charts_tab.value
+    assert charts.url == links["mlflow_charts"]
+    close_assistant(charts)
+    charts.locator('button[data-component-id*="runnamecellrenderer"]').first.click()
+    headers = charts.locator('[class*="collapse-header"]')
+    expect(headers.first).to_contain_text("Model metrics", timeout=60_000)
+    names = [" ".join(text.split()) for text in headers.all_inner_texts()]
+    best = next(i for i, name in enumerate(names) if name.startswith("best_eval_f1"))
+    assert names[0].startswith("Model metrics") and best > 0, names
+    expect(charts.get_by_text("eval_f1", exact=True).first).to_be_visible(timeout=30_000)
     assert refused == []
 
 

@@ -138,6 +138,10 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
     view = "?workflowType=machine_learning"
     assert links["mlflow_experiment"] == f"{experiment}/runs{view}"
     assert links["mlflow_run"] == f"{experiment}/runs/{parent}{view}"
+    # The chart view with the trials' charts first, the experiments' saved view
+    assert links["mlflow_charts"] == (
+        f"{experiment}/runs{view}&compareRunsMode=CHART&viewStateShareKey=dicesweep-trials-first"
+    )
     assert links["page"] == f"/sweeps/{sweep.id}"
     trials = api.client.get(f"/v1/sweeps/{sweep.id}/trials", headers=bearer(key)).json()
     assert {trial["mlflow_run"] for trial in trials["data"]} == {

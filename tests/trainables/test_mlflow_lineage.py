@@ -4,14 +4,16 @@ trial's name and params lined up across losses."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT
+from search_spaces.lineage import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
@@ -250,3 +252,26 @@ def test_a_driver_finding_the_experiment_created_meanwhile_uses_it(tmp_path: Pat
 
     client.get_experiment_by_name = late_lookup  # type: ignore[method-assign]
     assert experiment_id(client, settings) == first
+
+
+def test_the_experiment_carries_the_trials_first_chart_view(tmp_path: Path) -> None:
+    """A new experiment holds the saved chart view the service's "charts" link opens,
+    and one made before the view existed gets it when a driver next opens it."""
+    from trainables.driver.parent import experiment_id
+
+    settings = DicesweepSettings(home=tmp_path / "home")
+    client = MlflowClient(str(settings.mlflow_tracking_uri))
+    created = client.get_experiment(experiment_id(client, settings, "dicesweep/alice"))
+    view = json.loads(created.tags[CHART_VIEW_TAG])
+    assert view["name"] == "dicesweep: trials first"
+    state = json.loads(view["state"])
+    assert [s["name"] for s in state["compareRunSections"]] == ["Model metrics"]
+    assert state["isAccordionReordered"] is True  # the UI keeps the order, unsorted
+    older = client.create_experiment("dicesweep/bob")
+    assert CHART_VIEW_TAG not in client.get_experiment(older).tags
+    assert experiment_id(client, settings, "dicesweep/bob") == older
+    assert json.loads(client.get_experiment(older).tags[CHART_VIEW_TAG]) == {
+        **view,
+        "createdAt": ANY,
+        "updatedAt": ANY,
+    }

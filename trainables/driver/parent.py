@@ -5,10 +5,18 @@ the spec; the link its trials log through."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from search_spaces.dataset_refs import dataset_label
-from search_spaces.lineage import DATASET_COUNT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import (
+    CHART_VIEW_TAG,
+    DATASET_COUNT_TAG,
+    EXPERIMENT,
+    ROLE_TAG,
+    SWEEP_TAG,
+    chart_view,
+)
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec, trial_count
@@ -24,17 +32,20 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 def experiment_id(client: Any, settings: DicesweepSettings, name: str = EXPERIMENT) -> str:
     """The experiment ``name`` (``dicesweep``, or an owner's ``dicesweep/<owner>``),
     created with an artifact folder under the home, marked as model training for the
-    MLflow UI."""
+    MLflow UI, with the saved chart view that shows the trials' charts first
+    (``CHART_VIEW_TAG``)."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
             client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
+        if CHART_VIEW_TAG not in found.tags:
+            client.set_experiment_tag(found.experiment_id, CHART_VIEW_TAG, _view())
         return str(found.experiment_id)
     location = None
     if str(settings.mlflow_tracking_uri).startswith("sqlite:"):
         settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
         location = settings.mlflow_artifact_root.as_uri()
-    tags = dict([EXPERIMENT_KIND])
+    tags = dict([EXPERIMENT_KIND, (CHART_VIEW_TAG, _view())])
     from mlflow.exceptions import MlflowException
 
     try:
@@ -47,6 +58,10 @@ def experiment_id(client: Any, settings: DicesweepSettings, name: str = EXPERIME
         if created is None:
             raise
         return str(created.experiment_id)
+
+
+def _view() -> str:
+    return chart_view(int(time.time() * 1000))
 
 
 def parent_run_name(spec: SweepSpec, sweep_id: str) -> str:

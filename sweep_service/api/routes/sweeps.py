@@ -33,6 +33,7 @@ from sweep_service.api.schemas import (
     TrialsPublic,
 )
 from sweep_service.api.trials import (
+    MlflowLinks,
     best_trial,
     experiment_base,
     mlflow_links,
@@ -70,8 +71,9 @@ LimitQuery = Annotated[
 TokenQuery = Annotated[str | None, Query(description="next_page_token of the page before")]
 
 
-def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, None)) -> SweepLinks:
+def sweep_links(sweep: Sweep, mlflow: MlflowLinks | None = None) -> SweepLinks:
     """The API's links for ``sweep``, and the MLflow UI's when known."""
+    mlflow = mlflow or MlflowLinks()
     base = f"{API_PREFIX}{router.prefix}/{sweep.id}"
     return SweepLinks(
         sweep=base,
@@ -79,8 +81,9 @@ def sweep_links(sweep: Sweep, mlflow: tuple[str | None, str | None] = (None, Non
         trials=f"{base}/trials",
         grid=f"{base}/grid",
         cancel=f"{base}/cancel",
-        mlflow_experiment=mlflow[0],
-        mlflow_run=mlflow[1],
+        mlflow_experiment=mlflow.experiment,
+        mlflow_run=mlflow.run,
+        mlflow_charts=mlflow.charts,
     )
 
 
