@@ -185,11 +185,34 @@ def tuned_line(table: pd.DataFrame) -> str | None:
     return f"Tuned per loss (stage 1, chosen on the tuning split): {shown}."
 
 
+def resolvable_line(table: pd.DataFrame) -> str | None:
+    """The smallest Δ each paired test can resolve at its seeds' spread, in a sentence,
+    or None without tests (``tables.resolvable_difference``)."""
+    found = {
+        key: value
+        for key, value in (table.attrs.get("resolvable") or {}).items()
+        if not math.isnan(value)
+    }
+    if not found:
+        return None
+    several = len({column for _, column in found}) > 1
+    shown = "; ".join(
+        f"{row} ({column}) {value:.2f}" if several else f"{row} {value:.2f}"
+        for (row, column), value in found.items()
+    )
+    return (
+        "Smallest Δ these seeds resolve (paired t-test at 5% with 80% power, from the"
+        f" spread of the per-seed differences; a smaller Δ is evidence neither way): {shown}."
+    )
+
+
 def notes(table: pd.DataFrame) -> list[str]:
     """The lines under a table beyond its legend: each loss's tuned settings, the
-    optimiser steps, the no-skill baselines, the degenerate trials (in the means, left
+    optimiser steps, the no-skill baselines, the smallest Δ the tests resolve, the
+    degenerate trials (in the means, left
     out of the tests) and the failed ones."""
-    lines = [line for line in (tuned_line(table), steps_line(table), baseline_line(table)) if line]
+    found = (tuned_line(table), steps_line(table), baseline_line(table), resolvable_line(table))
+    lines = [line for line in found if line]
     degenerate = table.attrs.get("degenerate") or []
     if degenerate:
         lines.append(DEGENERATE_HEADING)
@@ -312,10 +335,12 @@ def _csv_text(value: Any) -> Any:
 def to_json(table: pd.DataFrame) -> str:
     """JSON: ``metric``, ``rows_key``, ``cols_key``, ``baseline``, ``title``,
     ``datasets``, ``rows``, ``columns`` and ``cells`` (one object per cell: row,
-    column, ``STATS`` and the paired test's ``p_value`` where there is one; NaN as
-    null); ``failed`` lists the failed trials."""
+    column, ``STATS``, the paired test's ``p_value`` and the smallest difference it
+    resolves, ``resolvable``, where there is one; NaN as null); ``failed`` lists the
+    failed trials."""
     attrs = table.attrs
     p_values = attrs.get("significance") or {}
+    resolvable = attrs.get("resolvable") or {}
     degenerate = attrs.get("degenerate_cells") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
@@ -328,7 +353,8 @@ def to_json(table: pd.DataFrame) -> str:
                 "row": row,
                 "column": column,
                 **{stat: line[stat] for stat in STATS},
-                "p_value": None if p_value is None or math.isnan(p_value) else p_value,
+                "p_value": _number(p_value),
+                "resolvable": _number(resolvable.get((row, column))),
                 "degenerate": int(degenerate.get((row, column), 0)),
             }
         )
@@ -336,13 +362,17 @@ def to_json(table: pd.DataFrame) -> str:
         **{
             key: value
             for key, value in attrs.items()
-            if key not in ("significance", "degenerate_cells")  # in the cells instead
+            if key not in ("significance", "degenerate_cells", "resolvable")  # in the cells
         },
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
         "cells": cells,
     }
     return json.dumps(payload, default=_plain)
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
 
 
 def _plain(value: Any) -> Any:

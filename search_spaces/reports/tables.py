@@ -163,7 +163,8 @@ def paired_test(
 
     Returns one line per (row, column) other than the baseline: ``rows_key``,
     ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline), ``t_statistic``,
-    ``p_value`` (two-sided); the last two are NaN with fewer than 2 pairs.
+    ``p_value`` (two-sided) and ``resolvable`` (``resolvable_difference`` of the
+    differences' spread); the last three are NaN with fewer than 2 pairs.
 
     Raises:
         ValueError: a missing column, or a ``baseline`` that is not among the rows.
@@ -178,7 +179,7 @@ def paired_test(
         for column in ordered(wide.index.get_level_values(0))
         for label in ordered(wide.columns, baseline)[1:]
     ]
-    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value"]
+    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value", "resolvable"]
     return pd.DataFrame(lines, columns=columns)
 
 
@@ -189,8 +190,9 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
 
     pairs = block[[label, baseline]].dropna()
     differences = pairs[label] - pairs[baseline]
-    t_stat = p_value = math.nan
+    t_stat = p_value = resolvable = math.nan
     if len(pairs) >= 2:
+        resolvable = resolvable_difference(float(differences.std(ddof=1)), len(pairs))
         # Identical differences have no variance: scipy returns +-inf or NaN and warns.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -201,17 +203,33 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
         "mean_diff": float(differences.mean()) if len(pairs) else math.nan,
         "t_statistic": t_stat,
         "p_value": p_value,
+        "resolvable": resolvable,
     }
+
+
+def resolvable_difference(spread: float, pairs: int) -> float:
+    """The smallest mean difference a paired t-test at 5% (two-sided) detects with 80%
+    power over ``pairs`` seeds whose differences have standard deviation ``spread``:
+    ``(t(0.975, k-1) + t(0.80, k-1)) * spread / sqrt(k)``, about 3.1 spreads at k = 3.
+    A smaller delta is evidence neither way."""
+    from scipy import stats
+
+    k = pairs
+    return float((stats.t.ppf(0.975, k - 1) + stats.t.ppf(0.80, k - 1)) * spread / math.sqrt(k))
 
 
 def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
     """``table`` carrying the p-value of each cell's paired test against the baseline
     (``attrs["significance"]``: ``{(row, column): p}`` from ``paired_test``), which
-    the renderers show as marks."""
+    the renderers show as marks, and the smallest difference each test resolves
+    (``attrs["resolvable"]``), which the notes state."""
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
+    lines = tests.to_dict(orient="records")
     table.attrs["significance"] = {
-        (line[rows_key], line[cols_key]): float(line["p_value"])
-        for line in tests.to_dict(orient="records")
+        (line[rows_key], line[cols_key]): float(line["p_value"]) for line in lines
+    }
+    table.attrs["resolvable"] = {
+        (line[rows_key], line[cols_key]): float(line["resolvable"]) for line in lines
     }
     return table
 

@@ -27,7 +27,7 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
-from search_spaces.reports.formats import mark
+from search_spaces.reports.formats import mark, notes
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FAILED = {
@@ -205,6 +205,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "count": 3,
         "delta": None,
         "p_value": None,
+        "resolvable": None,
         "degenerate": 0,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
@@ -281,6 +282,9 @@ def test_paired_test_against_hand_computed_t(rows: pd.DataFrame) -> None:
     assert line["t_statistic"] == pytest.approx(math.sqrt(3))
     assert line["p_value"] == pytest.approx(2 * stats.t.sf(math.sqrt(3), df=2))
     # +positive&negative: 5, 4, 6: mean 5, sd 1, t = 5√3.
+    # The smallest difference 3 pairs with sd 1 resolve (5%, 80% power): about 3.1.
+    expected = (stats.t.ppf(0.975, 2) + stats.t.ppf(0.80, 2)) / math.sqrt(3)
+    assert line["resolvable"] == pytest.approx(expected) == pytest.approx(3.097, abs=1e-3)
     line = result.loc[("dsc(alpha=0.1)", "+positive&negative")]
     assert line["t_statistic"] == pytest.approx(5 * math.sqrt(3))
     # focal has one seed on original and none on the other column: no test.
@@ -288,6 +292,19 @@ def test_paired_test_against_hand_computed_t(rows: pd.DataFrame) -> None:
     assert math.isnan(result.loc[("focal(gamma=2)", "original"), "p_value"])
     assert result.loc[("focal(gamma=2)", "+positive&negative"), "n_pairs"] == 0
     assert ("ce", "original") not in result.index
+
+
+def test_the_notes_and_json_state_the_smallest_delta_the_seeds_resolve(
+    rows: pd.DataFrame,
+) -> None:
+    table = paper_table(rows)
+    (line,) = [n for n in notes(table) if n.startswith("Smallest Δ these seeds resolve")]
+    # Per cell with several columns; focal (one seed) has no test and is not named.
+    assert "dsc(alpha=0.1) (original) 3.10" in line
+    assert "focal" not in line
+    cells = {(c["row"], c["column"]): c for c in json.loads(to_json(table))["cells"]}
+    assert cells[("dsc(alpha=0.1)", "original")]["resolvable"] == pytest.approx(3.097, abs=1e-3)
+    assert cells[("ce", "original")]["resolvable"] is None
 
 
 def test_paired_test_pairs_by_seed(rows: pd.DataFrame) -> None:
