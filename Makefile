@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
 .PHONY: install demo smoke test lint typecheck unit e2e-test browser-deps browser-test bench-deps bench \
-	docker-engine wheels images compose-check clean
+	docker-engine wheels images compose-check compose-faults compose-soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -100,6 +100,17 @@ images: wheels
 ## Ray workers, grid and MLflow checked, torn down), with its phases' wall times.
 compose-check: $(STAMP) docker-engine
 	$(BIN)/python infra/compose/check.py
+
+## Eight faults injected mid-sweep on the compose topology (workers killed and paused,
+## the driver, the API, MLflow, PostgreSQL, the Ray head), each checked for lost or
+## duplicated trials; the table goes into docs/reliability.md.
+compose-faults: $(STAMP) docker-engine
+	$(BIN)/python infra/compose/faults.py --write
+
+## Thirty minutes of sweeps and polling on the compose topology, the API's and the Ray
+## head's memory and open files sampled; the summary goes into docs/reliability.md.
+compose-soak: $(STAMP) docker-engine
+	$(BIN)/python infra/compose/soak.py --minutes 30 --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,206 @@
+"""The compose topology under steady use for a while: smoke sweeps submitted one after
+another (two at a time), the pages and the API polled, and the memory (RSS) and open
+file descriptors of the API's process (the reconciler is a thread of it) and of the
+Ray head's own processes (GCS, raylet, dashboard; the sweeps' drivers and job
+supervisors come and go and are left out) sampled every 30 s. Flat means the last
+five minutes' median within 10% of the median of the five minutes after warm-up.
+
+    python infra/compose/soak.py [--minutes 30] [--write] [--no-build]
+
+Prints the samples and a summary table; ``--write`` puts the summary into
+docs/reliability.md between its ``compose-soak`` markers. Exits non-zero when a
+figure is not flat or a sweep failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+from check import OWNER, ROOT, Phases, Stack, healthy, run, wait_for
+from faults import REPORT, Api
+
+SAMPLE_S = 30
+WARM_UP_S = 300
+WINDOW_S = 300
+MARKS = ("<!-- compose-soak: start -->", "<!-- compose-soak: end -->")
+HEAD_PROCESSES = ("gcs_server", "raylet", "dashboard", "log_monitor", "monitor.py")
+
+
+def _container_tree(stack: Stack, service: str) -> list[psutil.Process]:
+    container = stack.compose("ps", "-q", service).strip()
+    pid = int(run(["docker", "inspect", "-f", "{{.State.Pid}}", container]).strip())
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def _footprint(processes: list[psutil.Process]) -> tuple[float, int]:
+    rss, fds = 0, 0
+    for process in processes:
+        try:
+            rss += process.memory_info().rss
+            fds += process.num_fds()
+        except psutil.NoSuchProcess:
+            continue
+    return rss / 2**20, fds
+
+
+def sample(stack: Stack) -> dict[str, float]:
+    api = [p for p in _container_tree(stack, "api") if "dicesweep" in " ".join(p.cmdline())]
+    head = []
+    for process in _container_tree(stack, "ray-head"):
+        try:
+            line = " ".join(process.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if any(name in line for name in HEAD_PROCESSES) and "ray::" not in line:
+            head.append(process)
+    api_rss, api_fds = _footprint(api)
+    head_rss, head_fds = _footprint(head)
+    return {"api_rss": api_rss, "api_fds": api_fds, "head_rss": head_rss, "head_fds": head_fds}
+
+
+class Load:
+    """Sweeps submitted one after another, two at a time, and pollers reading the
+    pages and the API once a second, until stopped."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.stopping = threading.Event()
+        self.submitted: list[str] = []
+        self.polls = 0
+        self.poll_errors = 0
+
+    def submitter(self) -> None:
+        active: list[str] = []
+        while not self.stopping.is_set():
+            ended = []
+            for sweep in active:
+                state = self.api.get(f"/v1/sweeps/{sweep}")
+                if state and state["status"] in ("succeeded", "failed", "cancelled"):
+                    ended.append(sweep)
+            active = [s for s in active if s not in ended]
+            while len(active) < 2:
+                answer = self.api.client.post("/v1/sweeps", json={"extends": "smoke"})
+                if answer.status_code != 201:
+                    break
+                active.append(answer.json()["id"])
+                self.submitted.append(active[-1])
+            self.stopping.wait(3)
+
+    def poller(self) -> None:
+        while not self.stopping.is_set():
+            latest = self.submitted[-1] if self.submitted else None
+            paths = ["/", "/v1/sweeps"]
+            if latest:
+                paths += [f"/sweeps/{latest}", f"/v1/sweeps/{latest}/trials"]
+            for path in paths:
+                try:
+                    answer = self.api.client.get(path)
+                    self.poll_errors += answer.status_code >= 500
+                except Exception:
+                    self.poll_errors += 1
+                self.polls += 1
+            self.stopping.wait(1)
+
+
+def window(samples: list[dict[str, float]], key: str, start: float, end: float) -> float:
+    values = [s[key] for s in samples if start <= s["t"] < end]
+    return statistics.median(values) if values else float("nan")
+
+
+def summary(samples: list[dict[str, float]], minutes: float) -> tuple[str, bool]:
+    end = minutes * 60
+    lines = [
+        "| figure | after warm-up (median, min 5-10) | last 5 min (median) | change | flat |",
+        "|---|---:|---:|---:|---|",
+    ]
+    flat_all = True
+    names = {
+        "api_rss": "API process RSS (MB)",
+        "api_fds": "API process open FDs",
+        "head_rss": "Ray head's processes RSS (MB)",
+        "head_fds": "Ray head's processes open FDs",
+    }
+    for key, name in names.items():
+        first = window(samples, key, WARM_UP_S, WARM_UP_S + WINDOW_S)
+        last = window(samples, key, end - WINDOW_S, end + SAMPLE_S)
+        change = (last - first) / first if first else float("nan")
+        flat = abs(change) <= 0.10
+        flat_all &= flat
+        lines.append(
+            f"| {name} | {first:.0f} | {last:.0f} | {change:+.1%} | {'yes' if flat else '**no**'} |"
+        )
+    return "\n".join(lines), flat_all
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--write", action="store_true", help="put the summary in the docs")
+    parser.add_argument("--no-build", action="store_true", help="use the images already built")
+    args = parser.parse_args()
+    datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data"))
+    phases = Phases(args.minutes * 60 + 3600)
+    stack = Stack(datasets.resolve())
+    samples: list[dict[str, float]] = []
+    try:
+        if not args.no_build:
+            with phases.phase("build the images (make images)"):
+                run(["make", "images"], timeout=phases.left())
+        with phases.phase("compose up"):
+            stack.compose("up", "-d", timeout=phases.left())
+            wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
+            key = (
+                stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
+                .strip()
+                .splitlines()[-1]
+            )
+        load = Load(Api(stack, key))
+        with phases.phase(f"soak for {args.minutes:g} min"):
+            threads = [
+                threading.Thread(target=t, daemon=True) for t in (load.submitter, load.poller)
+            ]
+            for thread in threads:
+                thread.start()
+            began = time.monotonic()
+            while (elapsed := time.monotonic() - began) < args.minutes * 60:
+                figures = {"t": elapsed, **sample(stack)}
+                samples.append(figures)
+                print(json.dumps({k: round(v, 1) for k, v in figures.items()}), flush=True)
+                time.sleep(SAMPLE_S)
+            load.stopping.set()
+            for thread in threads:
+                thread.join(timeout=30)
+        states = [load.api.get(f"/v1/sweeps/{sweep}") or {} for sweep in load.submitted]
+        counts = Counter(state.get("status", "unknown") for state in states)
+    finally:
+        with phases.phase("compose down (volumes removed)"):
+            stack.compose("down", "-v", "--remove-orphans", timeout=300)
+        print(phases.table())
+    text, flat = summary(samples, args.minutes)
+    failed = counts.get("failed", 0)
+    text += (
+        f"\n\n{len(load.submitted)} smoke sweeps submitted over {args.minutes:g} min "
+        f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
+        f"{load.polls} polls, {load.poll_errors} answered 5xx or failed; "
+        f"{len(samples)} samples, one every {SAMPLE_S} s."
+    )
+    print(text)
+    if args.write:
+        doc = REPORT.read_text()
+        start, end = (doc.index(mark) for mark in MARKS)
+        REPORT.write_text(doc[: start + len(MARKS[0])] + "\n" + text + "\n" + doc[end:])
+    return 0 if flat and not failed and load.poll_errors == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
