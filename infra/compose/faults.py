@@ -195,6 +195,12 @@ def _mlflow_runs(stack: Stack, sweep: str) -> list[dict[str, Any]]:
     return runs
 
 
+def _line(text: object, limit: int = 300) -> str:
+    """``text`` on one line for a table cell, cut at ``limit`` characters."""
+    line = " ".join(str(text).split()).replace("|", "/")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def verdict(stack: Stack, api: Api, sweep: str) -> tuple[bool, str]:
     """Whether the sweep survived, and what was found (the table's cell)."""
     state = api.get(f"/v1/sweeps/{sweep}")
@@ -213,7 +219,7 @@ def verdict(stack: Stack, api: Api, sweep: str) -> tuple[bool, str]:
     cells = sum(1 for line in lines if line["loss"] in CELLS and line["count"] == "2")
     problems = []
     if state is None or state["status"] != "succeeded":
-        problems.append(f"sweep {state and state['status']}: {state and state['message']}")
+        problems.append(f"sweep {state and state['status']}: {_line(state and state['message'])}")
     if finished != TRIALS:
         problems.append(f"{finished}/{TRIALS} trials finished")
     if cells != len(CELLS):
@@ -223,8 +229,9 @@ def verdict(stack: Stack, api: Api, sweep: str) -> tuple[bool, str]:
     if marked:
         problems.append(f"{marked} finished run(s) still tagged dicesweep.failure")
     message = (state or {}).get("message") or ""
-    if "\x1b[" in message or "failed" in message:  # a stale reason from a resubmission
-        problems.append(f"the succeeded sweep's message: {message[:200]!r}")
+    succeeded = state is not None and state["status"] == "succeeded"
+    if succeeded and ("\x1b[" in message or "failed" in message):  # a stale reason
+        problems.append(f"the succeeded sweep's message: {_line(message)}")
     summary = (
         f"{finished}/{TRIALS} trials, {cells}/{len(CELLS)} cells, "
         f"{len(trial_runs) - len(set(keys))} duplicate runs"
