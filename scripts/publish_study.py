@@ -32,6 +32,7 @@ from docs_table import machine_description, write_section
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 TRIAL_COLUMNS = [
     "loss",
+    "loss_name",
     "dataset",
     "variant",
     "seed",
