@@ -244,29 +244,36 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
     return results
 
 
+def datasets_dir() -> Path:
+    """The data sets' folder the stack mounts: DICESWEEP_DATASETS_DIR, else ../shared/data."""
+    return Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data")).resolve()
+
+
+def bring_up(stack: Stack, phases: Phases, build: bool) -> str:
+    """The images built (unless ``build`` is false), the stack up and healthy, and an
+    API key for ``OWNER``, which it returns."""
+    if build:
+        with phases.phase("build the images (make images)"):
+            run(["make", "images"], timeout=phases.left())
+    with phases.phase("compose up (postgres, mlflow, ray head, two workers, api)"):
+        stack.compose("up", "-d", timeout=phases.left())
+        wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
+        print(stack.compose("ps"))
+    with phases.phase("an API key for the run"):
+        create = ("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
+        return stack.compose(*create).strip().splitlines()[-1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=float, default=2400, help="seconds for the whole run")
     parser.add_argument("--keep", action="store_true", help="leave the stack up at the end")
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
     args = parser.parse_args()
-    datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data"))
     phases = Phases(args.budget)
-    stack = Stack(datasets.resolve())
+    stack = Stack(datasets_dir())
     try:
-        if not args.no_build:
-            with phases.phase("build the images (make images)"):
-                run(["make", "images"], timeout=phases.left())
-        with phases.phase("compose up (postgres, mlflow, ray head, two workers, api)"):
-            stack.compose("up", "-d", timeout=phases.left())
-            wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
-            print(stack.compose("ps"))
-        with phases.phase("an API key for the run"):
-            key = (
-                stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
-                .strip()
-                .splitlines()[-1]
-            )
+        key = bring_up(stack, phases, build=not args.no_build)
         submit_and_check(stack, key, phases)
     except BaseException:
         print("---- logs of the failed run ----")

@@ -21,18 +21,16 @@ import argparse
 import csv
 import io
 import json
-import os
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
-from check import OWNER, ROOT, Phases, Stack, healthy, run, wait_for
+from check import OWNER, ROOT, Phases, Stack, bring_up, datasets_dir, healthy, wait_for
 
 SPEC = {
     "extends": "smoke",
@@ -339,22 +337,11 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
     args = parser.parse_args()
     chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
-    datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data"))
     phases = Phases(args.budget)
-    stack = Stack(datasets.resolve())
+    stack = Stack(datasets_dir())
     results: list[dict[str, Any]] = []
     try:
-        if not args.no_build:
-            with phases.phase("build the images (make images)"):
-                run(["make", "images"], timeout=phases.left())
-        with phases.phase("compose up"):
-            stack.compose("up", "-d", timeout=phases.left())
-            wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
-            key = (
-                stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
-                .strip()
-                .splitlines()[-1]
-            )
+        key = bring_up(stack, phases, build=not args.no_build)
         api = Api(stack, key)
         for fault in chosen:
             results.append(scenario(stack, api, fault, phases))

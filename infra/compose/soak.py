@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import psutil
-from check import OWNER, ROOT, Phases, Stack, healthy, run, wait_for
+from check import Phases, Stack, bring_up, datasets_dir, run
 from faults import REPORT, Api
 
 SAMPLE_S = 30
@@ -148,22 +146,11 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="put the summary in the docs")
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
     args = parser.parse_args()
-    datasets = Path(os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data"))
     phases = Phases(args.minutes * 60 + 3600)
-    stack = Stack(datasets.resolve())
+    stack = Stack(datasets_dir())
     samples: list[dict[str, float]] = []
     try:
-        if not args.no_build:
-            with phases.phase("build the images (make images)"):
-                run(["make", "images"], timeout=phases.left())
-        with phases.phase("compose up"):
-            stack.compose("up", "-d", timeout=phases.left())
-            wait_for(lambda: healthy(stack), "every service healthy", phases, 300)
-            key = (
-                stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", OWNER)
-                .strip()
-                .splitlines()[-1]
-            )
+        key = bring_up(stack, phases, build=not args.no_build)
         load = Load(Api(stack, key))
         with phases.phase(f"soak for {args.minutes:g} min"):
             threads = [
