@@ -158,6 +158,25 @@ def healthy(stack: Stack) -> bool | None:
     return None
 
 
+def sweep_runs(stack: Stack, sweep: str) -> list[dict[str, Any]]:
+    """MLflow's runs of ``sweep`` (its parent and its trials) in the submitting owner's
+    experiment, as the tracking server's REST API returns them."""
+    mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
+    experiment = mlflow.get(
+        "/api/2.0/mlflow/experiments/get-by-name",
+        params={"experiment_name": f"dicesweep/{OWNER}"},
+    ).json()["experiment"]
+    found = mlflow.post(
+        "/api/2.0/mlflow/runs/search",
+        json={
+            "experiment_ids": [experiment["experiment_id"]],
+            "filter": f"tags.`dicesweep.sweep_id` = '{sweep}'",
+            "max_results": 100,
+        },
+    ).json()
+    return list(found.get("runs", []))
+
+
 def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
     api = httpx.Client(
         base_url=f"http://127.0.0.1:{stack.api_port}",
@@ -195,22 +214,9 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
         assert page.status_code == 200 and "dsc(alpha=0.1)" in page.text, page.status_code
 
     with phases.phase("MLflow holds the nested runs, trained on both workers"):
-        mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
-        experiment = mlflow.get(
-            # The submitting owner's own experiment.
-            "/api/2.0/mlflow/experiments/get-by-name",
-            params={"experiment_name": f"dicesweep/{OWNER}"},
-        ).json()["experiment"]
         nodes: dict[str, str] = {}
         for sweep, expected in zip(ids, (2, 4), strict=True):
-            found = mlflow.post(
-                "/api/2.0/mlflow/runs/search",
-                json={
-                    "experiment_ids": [experiment["experiment_id"]],
-                    "filter": f"tags.`dicesweep.sweep_id` = '{sweep}'",
-                    "max_results": 100,
-                },
-            ).json()["runs"]
+            found = sweep_runs(stack, sweep)
             tags_of = [{t["key"]: t["value"] for t in r["data"]["tags"]} for r in found]
             by_role: dict[str, list[tuple[dict[str, str], dict[str, Any]]]] = {}
             for tags, found_run in zip(tags_of, found, strict=True):

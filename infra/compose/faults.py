@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from check import OWNER, ROOT, Phases, Stack, bring_up, datasets_dir, healthy, wait_for
+from check import ROOT, Phases, Stack, bring_up, datasets_dir, healthy, sweep_runs, wait_for
 
 SPEC = {
     "extends": "smoke",
@@ -173,21 +173,8 @@ def _trial_has_progress(api: Api, sweep: str) -> bool | None:
 
 
 def _mlflow_runs(stack: Stack, sweep: str) -> list[dict[str, Any]]:
-    mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
-    experiment = mlflow.get(
-        "/api/2.0/mlflow/experiments/get-by-name",
-        params={"experiment_name": f"dicesweep/{OWNER}"},
-    ).json()["experiment"]
-    found = mlflow.post(
-        "/api/2.0/mlflow/runs/search",
-        json={
-            "experiment_ids": [experiment["experiment_id"]],
-            "filter": f"tags.`dicesweep.sweep_id` = '{sweep}'",
-            "max_results": 100,
-        },
-    ).json()
     runs = []
-    for found_run in found.get("runs", []):
+    for found_run in sweep_runs(stack, sweep):
         tags = {t["key"]: t["value"] for t in found_run["data"].get("tags", [])}
         runs.append({"status": found_run["info"]["status"], "tags": tags})
     return runs
