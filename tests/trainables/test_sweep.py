@@ -309,6 +309,93 @@ def test_interrupted_driver_resumes_without_rerunning_finished_trials(
     assert parent.info.status == "FINISHED"
 
 
+def checkpoint_named(state_file: Path) -> str | None:
+    """The checkpoint folder a one-trial experiment state names for its trial, if any."""
+    from ray.tune.experiment.trial import Trial
+    from ray.tune.utils.serialization import _loads_with_cloudpickle
+
+    ((trial_json, metadata_json),) = _loads_with_cloudpickle(state_file.read_text())["trial_data"]
+    trial = Trial.from_json_state(trial_json, stub=True)
+    trial.restore_run_metadata(metadata_json)
+    return trial.checkpoint.path if trial.checkpoint else None
+
+
+@pytest.mark.e2e
+def test_a_driver_killed_after_tune_deleted_the_checkpoint_its_state_names_resumes(
+    tmp_path: Path, short_home: Path
+) -> None:
+    """Tune deletes a trial's previous checkpoint when the next is reported and saves its
+    experiment state later: a driver killed in between leaves a state naming a deleted
+    checkpoint. The resumed trial goes on from the checkpoint that replaced it."""
+    datasets = make_toy_datasets(tmp_path / "datasets", n_train=480)  # 30 steps an epoch
+    home = short_home
+    spec = toy_spec(
+        tmp_path / "spec.yaml",
+        training={
+            "epochs": 6,
+            "learning_rate": 2.0e-3,
+            "batch_size": 16,
+            "max_seq_length": 32,
+            "warmup_ratio": 0.0,
+            "eval_every_steps": 10,
+        },
+        max_failures=2,
+    )
+    env = environment(home, datasets)
+    client = tracking(home)
+    command = [*DRIVER, str(spec), "--sweep-id", "window-test", "--num-cpus", "2"]
+    driver = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    experiment = home / "ray_results" / "window-test"
+
+    def evaluations() -> int:
+        trials = runs(client, "window-test", "trial")
+        return len(steps_logged(client, trials[0].info.run_id)) if trials else 0
+
+    # A state that names a checkpoint: kept, as the last save before the kill.
+    snapshot: dict[str, Any] = {}
+
+    def state_names_a_checkpoint() -> bool:
+        for state_file in experiment.glob("experiment_state-*.json"):
+            try:
+                named = checkpoint_named(state_file)
+                text = state_file.read_text()
+            except (ValueError, OSError):  # caught mid-write
+                continue
+            if named is not None and Path(named).exists():
+                snapshot.update(file=state_file, text=text, named=Path(named))
+                return True
+        return False
+
+    wait_for(state_names_a_checkpoint, driver, timeout=300)
+    reported = evaluations()
+    # Two reports later Tune has deleted the named checkpoint and kept a later one.
+    wait_for(lambda: evaluations() >= reported + 2 and not snapshot["named"].exists(), driver, 300)
+    tree = [driver, *psutil.Process(driver.pid).children(recursive=True)]
+    for process in tree:
+        process.kill()
+    driver.wait(timeout=30)
+    psutil.wait_procs([p for p in tree if isinstance(p, psutil.Process)], timeout=30)
+    snapshot["file"].write_text(snapshot["text"])  # the state as the kill left it
+    later = sorted(snapshot["named"].parent.glob("checkpoint_*"))
+    assert not snapshot["named"].exists() and later, later
+    before = evaluations()
+
+    resumed = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{snapshot['named'].name} is gone" in resumed.stderr
+    assert f"resumes from {later[0].name}" in resumed.stderr
+    (trial,) = runs(client, "window-test", "trial")
+    assert trial.info.status == "FINISHED"
+    steps = steps_logged(client, trial.info.run_id)
+    assert sorted(set(steps)) == list(range(10, 190, 10))
+    # Resumed where the later checkpoint stood, not restarted from step 0.
+    assert len(steps) < before + 18, (before, steps)
+
+
 def test_a_trial_no_node_can_hold_fails_the_sweep_at_once(tmp_path: Path, short_home: Path) -> None:
     datasets = make_toy_datasets(tmp_path / "datasets")
     spec = toy_spec(tmp_path / "spec.yaml", resources={"cpus_per_trial": 64})

@@ -56,6 +56,7 @@ from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import await_capacity, count_unfinished, start_ray
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
 from trainables.driver.progress import SweepProgress, ray_log_file
+from trainables.driver.recovery import CheckpointRepair
 from trainables.driver.reports import collect_rows, tuned_by_label, write_reports
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress display
@@ -120,6 +121,7 @@ def build_tuner(
         callbacks=[
             SweepProgress(spec.search.metric, total, started_at),
             logger,
+            CheckpointRepair(),
             CSVLoggerCallback(),
             JsonLoggerCallback(),
         ],
