@@ -51,19 +51,31 @@ def _footprint(processes: list[psutil.Process]) -> tuple[float, int]:
     return rss / 2**20, fds
 
 
+def _program(command: list[str]) -> str:
+    """A head process's program: its script's name for Python (``log_monitor.py``,
+    ``dashboard.py``, ``agent.py``), its executable's otherwise (``gcs_server``)."""
+    scripts = [part for part in command if part.endswith(".py")]
+    return (scripts[0] if scripts else command[0]).rsplit("/", 1)[-1]
+
+
 def sample(stack: Stack) -> dict[str, float]:
     api = [p for p in _container_tree(stack, "api") if "dicesweep" in " ".join(p.cmdline())]
-    head = []
+    head: dict[str, list[psutil.Process]] = {}
     for process in _container_tree(stack, "ray-head"):
         try:
-            line = " ".join(process.cmdline())
+            command = process.cmdline()
         except psutil.NoSuchProcess:
             continue
+        line = " ".join(command)
         if any(name in line for name in HEAD_PROCESSES) and "ray::" not in line:
-            head.append(process)
+            head.setdefault(_program(command), []).append(process)
     api_rss, api_fds = _footprint(api)
-    head_rss, head_fds = _footprint(head)
-    return {"api_rss": api_rss, "api_fds": api_fds, "head_rss": head_rss, "head_fds": head_fds}
+    head_rss, head_fds = _footprint([p for group in head.values() for p in group])
+    figures = {"api_rss": api_rss, "api_fds": api_fds, "head_rss": head_rss, "head_fds": head_fds}
+    # Each head program's open files, to tell which one a change in the total comes from.
+    for program, processes in sorted(head.items()):
+        figures[f"fds {program}"] = _footprint(processes)[1]
+    return figures
 
 
 class Load:
@@ -111,7 +123,7 @@ class Load:
 
 
 def window(samples: list[dict[str, float]], key: str, start: float, end: float) -> float:
-    values = [s[key] for s in samples if start <= s["t"] < end]
+    values = [s[key] for s in samples if start <= s["t"] < end and key in s]
     return statistics.median(values) if values else float("nan")
 
 
@@ -128,15 +140,19 @@ def summary(samples: list[dict[str, float]], minutes: float) -> tuple[str, bool]
         "head_rss": "Ray head's processes RSS (MB)",
         "head_fds": "Ray head's processes open FDs",
     }
+    # Each head program's share of the total: shown, not judged on its own.
+    programs = sorted({key for s in samples for key in s if key.startswith("fds ")})
+    for key in programs:
+        names[key] = f"open FDs of the head's `{key.removeprefix('fds ')}`"
     for key, name in names.items():
+        judged = not key.startswith("fds ")
         first = window(samples, key, WARM_UP_S, WARM_UP_S + WINDOW_S)
         last = window(samples, key, end - WINDOW_S, end + SAMPLE_S)
         change = (last - first) / first if first else float("nan")
         flat = abs(change) <= 0.10
-        flat_all &= flat
-        lines.append(
-            f"| {name} | {first:.0f} | {last:.0f} | {change:+.1%} | {'yes' if flat else '**no**'} |"
-        )
+        verdict = ("yes" if flat else "**no**") if judged else ("(yes)" if flat else "(no)")
+        flat_all &= flat or not judged
+        lines.append(f"| {name} | {first:.0f} | {last:.0f} | {change:+.1%} | {verdict} |")
     return "\n".join(lines), flat_all
 
 
