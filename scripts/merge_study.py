@@ -4,7 +4,7 @@ go through the same table code as ``GET /v1/grid?ids=`` (means over seeds, Δ ag
 ce, the paired tests, tuned settings, optimiser steps, degenerate trials), so shards
 run by different services merge as one sweep's trials would; no cell is written by hand.
 
-    python scripts/merge_study.py NAME SHARD [SHARD ...] [--title TITLE]
+    python scripts/merge_study.py NAME SHARD [SHARD ...] [--title TITLE] [--results DIR]
 
 writes docs/results/NAME.csv and NAME.png and the "The table" and "The shards" sections
 of NAME.md (a section headed "Against the paper", or any other, is kept as it is).
@@ -27,9 +27,9 @@ from sweep_service.api.grid import grid_of
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
-def shard_rows(name: str) -> pd.DataFrame:
+def shard_rows(results: Path, name: str) -> pd.DataFrame:
     """One shard's per-seed rows as its trials CSV holds them, typed as the API's."""
-    rows = pd.read_csv(RESULTS / f"{name}-trials.csv")
+    rows = pd.read_csv(results / f"{name}-trials.csv")
     if "loss_name" not in rows:  # shards published before the CSV carried it
         rows["loss_name"] = rows["loss"].str.split("(").str[0]
     for column in ("degenerate_reason", "stop_reason"):
@@ -44,11 +44,13 @@ def main() -> None:
     parser.add_argument("name", help="the merged table's stem in docs/results")
     parser.add_argument("shards", nargs="+", help="published shards' stems")
     parser.add_argument("--title", help="the table's title (default: NAME)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="default: docs/results")
     args = parser.parse_args()
-    rows = pd.concat([shard_rows(shard) for shard in args.shards], ignore_index=True)
+    shards = [shard_rows(args.results, shard) for shard in args.shards]
+    rows = pd.concat(shards, ignore_index=True)
     title = args.title or args.name
     table = grid_of(rows, f"the shards of {args.name}", title)
-    stem = RESULTS / args.name
+    stem = args.results / args.name
     Path(f"{stem}.csv").write_text(to_csv(table))
     Path(f"{stem}.png").write_bytes(to_png(table))
     path = Path(f"{stem}.md")
