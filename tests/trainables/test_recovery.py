@@ -6,8 +6,11 @@ from pathlib import Path
 
 from pyarrow.fs import LocalFileSystem
 
-from tests.trainables.test_s3_storage import BUCKET, client_keys, s3  # noqa: F401 (a fixture)
+from tests.trainables import test_s3_storage
+from tests.trainables.test_s3_storage import BUCKET, client_keys
 from trainables.driver.recovery import exists, replacement
+
+s3 = test_s3_storage.s3  # its moto server, as a fixture of this module too
 
 
 def trial_folder(tmp_path: Path, *names: str) -> Path:
