@@ -107,10 +107,10 @@ compose-check: $(STAMP) docker-engine
 compose-faults: $(STAMP) docker-engine
 	$(BIN)/python infra/compose/faults.py --write
 
-## Thirty minutes of sweeps and polling on the compose topology, the API's and the Ray
+## Forty minutes of sweeps and polling on the compose topology, the API's and the Ray
 ## head's memory and open files sampled; the summary goes into docs/reliability.md.
 compose-soak: $(STAMP) docker-engine
-	$(BIN)/python infra/compose/soak.py --minutes 30 --write
+	$(BIN)/python infra/compose/soak.py --minutes 40 --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,7 @@ Ray head's own processes (GCS, raylet, dashboard; the sweeps' drivers and job
 supervisors come and go and are left out) sampled every 30 s. Flat means the last
 five minutes' median within 10% of the median of the five minutes after warm-up.
 
-    python infra/compose/soak.py [--minutes 30] [--write] [--no-build]
+    python infra/compose/soak.py [--minutes 40] [--write] [--no-build] [--replay LOG]
 
 Prints the samples and a summary table; ``--write`` puts the summary into
 docs/reliability.md between its ``compose-soak`` markers. Exits non-zero when a
@@ -31,6 +31,9 @@ SAMPLE_S = 30
 WARM_UP_S = 300
 WINDOW_S = 300
 MARKS = ("<!-- compose-soak: start -->", "<!-- compose-soak: end -->")
+# The samples of the run in docs/reliability.md, one JSON object a line, and its line
+# on the load: ``--replay`` summarises them again.
+SAMPLES = REPORT.parent / "soak-samples.log"
 # The Ray head's own programs (its dashboard's modules run as ``ray-dashboard-*``).
 HEAD_PROGRAMS = ("gcs_server", "raylet", "dashboard.py", "log_monitor.py", "monitor.py")
 # Ray's log monitor keeps the log files of new workers open until it holds
@@ -204,7 +207,7 @@ def write(text: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--minutes", type=float, default=40)
     parser.add_argument("--write", action="store_true", help="put the summary in the docs")
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
     parser.add_argument(
@@ -214,7 +217,7 @@ def main() -> int:
     if args.replay:
         samples, load_line = replay(args.replay)
         text, flat = summary(samples, args.minutes)
-        text += f"\n\n{load_line}\n\nSummarised again from the run's samples (`--replay`)."
+        text += f"\n\n{load_line}\n\nSummarised from the run's samples (`--replay {args.replay}`)."
         print(text)
         if args.write:
             write(text)
@@ -257,6 +260,8 @@ def main() -> int:
     print(text)
     if args.write:
         write(text)
+        lines = [json.dumps({k: round(v, 1) for k, v in s.items()}) for s in samples]
+        SAMPLES.write_text("\n".join([*lines, text.rsplit("\n", 1)[-1]]) + "\n")
     return 0 if flat and not failed and load.poll_errors == 0 else 1
 
 
