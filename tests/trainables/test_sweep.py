@@ -79,6 +79,20 @@ def toy_spec(path: Path, **overrides: Any) -> Path:
     return path
 
 
+def checkpointing_spec(path: Path, epochs: int) -> Path:
+    """A toy trial that evaluates and checkpoints every 10 steps (30 an epoch on 480
+    sentences) and may be retried twice."""
+    training = {
+        "epochs": epochs,
+        "learning_rate": 2.0e-3,
+        "batch_size": 16,
+        "max_seq_length": 32,
+        "warmup_ratio": 0.0,
+        "eval_every_steps": 10,
+    }
+    return toy_spec(path, training=training, max_failures=2)
+
+
 @pytest.fixture(scope="module")
 def smoke(datasets_dir: Path) -> Iterator[dict[str, Any]]:
     """The ``smoke`` preset run once by the driver, on the real UD English EWT files."""
@@ -221,18 +235,7 @@ def test_killed_trial_is_retried_from_its_checkpoint_into_the_same_run(
 ) -> None:
     datasets = make_toy_datasets(tmp_path / "datasets", n_train=480)  # 30 steps an epoch
     home = short_home
-    spec = toy_spec(
-        tmp_path / "spec.yaml",
-        training={
-            "epochs": 4,
-            "learning_rate": 2.0e-3,
-            "batch_size": 16,
-            "max_seq_length": 32,
-            "warmup_ratio": 0.0,
-            "eval_every_steps": 10,
-        },
-        max_failures=2,
-    )
+    spec = checkpointing_spec(tmp_path / "spec.yaml", epochs=4)
     client = tracking(home)
     driver = subprocess.Popen(
         [*DRIVER, str(spec), "--sweep-id", "kill-test", "--num-cpus", "2"],
@@ -329,18 +332,7 @@ def test_a_driver_killed_after_tune_deleted_the_checkpoint_its_state_names_resum
     checkpoint. The resumed trial goes on from the checkpoint that replaced it."""
     datasets = make_toy_datasets(tmp_path / "datasets", n_train=480)  # 30 steps an epoch
     home = short_home
-    spec = toy_spec(
-        tmp_path / "spec.yaml",
-        training={
-            "epochs": 6,
-            "learning_rate": 2.0e-3,
-            "batch_size": 16,
-            "max_seq_length": 32,
-            "warmup_ratio": 0.0,
-            "eval_every_steps": 10,
-        },
-        max_failures=2,
-    )
+    spec = checkpointing_spec(tmp_path / "spec.yaml", epochs=6)
     env = environment(home, datasets)
     client = tracking(home)
     command = [*DRIVER, str(spec), "--sweep-id", "window-test", "--num-cpus", "2"]
