@@ -227,3 +227,13 @@ class Sweep(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+    def shows_final_trials(self) -> bool:
+        """Finished, and its trials read from MLflow since it finished (after its open
+        runs were closed): what its page shows will not change again."""
+        return (
+            self.status.is_finished()
+            and self.finished_at is not None
+            and self.trials_synced_at is not None
+            and self.trials_synced_at >= self.finished_at
+        )

@@ -163,9 +163,14 @@ def test_a_finished_sweep_stops_refreshing(
 ) -> None:
     api, (sweep_id, _) = signed_in, running_sweep
     transition_sweep(session, sweep_id, SweepStatus.SUCCEEDED)
+    # Ended, but its trials not yet read since: the page follows it a little longer,
+    # until what MLflow holds after the end (runs closed, the last metrics) is shown.
+    live = api.client.get(f"/sweeps/{sweep_id}/live").text
+    assert "succeeded" in _text(live)
+    assert "data-final" not in live
+    record_progress(session, sweep_id, TrialProgress(done=4, failed=1))
     live = api.client.get(f"/sweeps/{sweep_id}/live").text
     assert 'data-final="true"' in live
-    assert "succeeded" in _text(live)
 
 
 def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
@@ -210,6 +215,9 @@ def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
             assert f"{loss} seed={seed} mrpc/original not started" in text
     assert html.count('class="run not-started"') == 4
     assert "ce seed=0 mrpc/original killed" in text
+    # Followed until its trials are read once after the end, then final.
+    assert "data-final" not in api.client.get(f"/sweeps/{sweep.id}/live").text
+    record_progress(session, sweep.id, TrialProgress())
     assert 'data-final="true"' in api.client.get(f"/sweeps/{sweep.id}/live").text
 
 
