@@ -27,6 +27,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from search_spaces.settings import check_private, forwarded_settings, isolate_ray
@@ -370,6 +371,18 @@ def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     }
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (``docker stop``, ``kill``, systemd) unwinds as Ctrl-C does, so that the
+    ``finally`` blocks stop what the service started (its Ray head's process group).
+    uvicorn handles the signal while it serves, then restores this handler and raises
+    the signal again; Python's default would end the process before they run."""
+
+    def exit_on(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, exit_on)
+
+
 def serve(settings: ServiceSettings) -> None:
     """Run until interrupted; everything started here is stopped on the way out."""
     import uvicorn
@@ -386,6 +399,7 @@ def serve(settings: ServiceSettings) -> None:
         upgrade,
     )
 
+    stop_on_sigterm()
     make_home_private(settings.home)
     upgrade(settings.database_url)
     # The pool holds a connection for every request thread and the reconciler's, so

@@ -274,6 +274,31 @@ def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
     assert parent.info.status == "KILLED"
 
 
+def test_sigterm_stops_the_service_with_its_ray_head_and_all_it_started(
+    service: Service,
+) -> None:
+    """``docker stop``, ``kill`` and systemd stop with SIGTERM: the service stops its Ray
+    head's whole process group, as on Ctrl-C, not leaving its agents behind."""
+    assert service.process is not None
+    (head,) = (
+        child
+        for child in psutil.Process(service.process.pid).children()
+        if {"start", "--head", "--block"} <= set(child.cmdline())
+    )
+    group = os.getpgid(head.pid)
+    assert len([p for p in psutil.process_iter() if _group(p) == group]) > 1  # gcs, raylet, ...
+    service.stop()
+    assert [p.info["name"] for p in psutil.process_iter(["name"]) if _group(p) == group] == []
+    assert service.process.returncode == 128 + signal.SIGTERM
+
+
+def _group(process: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except (ProcessLookupError, psutil.Error):
+        return None
+
+
 def test_restart_mid_sweep_finishes_every_trial(service: Service) -> None:
     spec = {
         "extends": "smoke",
