@@ -178,19 +178,27 @@ def test_the_parent_runs_best_metrics_skip_degenerate_cells(table: pd.DataFrame)
     assert metrics["grid/dsc_alpha0.1/mrpc/mean"] == pytest.approx(100 * 558 / 682)
 
 
-def test_an_untrained_reader_is_flagged_against_the_first_k_words_rule(
+def test_untrained_readers_are_held_to_the_first_k_words_rule(
     datasets_dir: Path, tmp_path: Path
 ) -> None:
     # 600 questions: on fewer, a random reader's F1 (3-9 on 120) straddles the rule's.
+    # tiny-bert's vocabulary is learned in each process, and the tokenizers library's
+    # trainer breaks ties in hash-map order (huggingface/tokenizers#1794): over runs these
+    # three readers scored 3.7-4.3, 6.5-7.6 and 6.0-7.0 against the rule's 7.50, so each is
+    # held to what the rule says of it, and all three to being well under it together.
     request = DataRequest(get_dataset("squad_v1"), "original", "tiny-bert", 128, 64, 40, 600)
     data = load_trial_data(request, datasets_dir, tmp_path)
+    scores, rule = [], None
     for seed in (0, 1, 2):  # three untrained readers
         seed_everything(seed)
         model = build_model("tiny-bert", "mrc", 2, vocab_size=len(data.tokenizer))
         metrics = evaluate(model, data, 32, torch.device("cpu"), False)
         # The rule answers the first 3 words (the mean gold answer length) of each passage.
-        assert metrics["eval_baseline_f1"] > 0 and metrics["eval_baseline_exact_match"] >= 0
-        assert metrics["eval_f1"] <= metrics["eval_baseline_f1"], seed
-        assert degenerate_reason(metrics) == (
-            f"eval_f1 {metrics['eval_f1']:.2f} ≤ no-skill {metrics['eval_baseline_f1']:.2f}"
-        )
+        rule = metrics["eval_baseline_f1"]
+        assert rule > 0 and metrics["eval_baseline_exact_match"] >= 0
+        f1 = metrics["eval_f1"]
+        flagged = f"eval_f1 {f1:.2f} ≤ no-skill {rule:.2f}" if f1 <= rule else None
+        assert degenerate_reason(metrics) == flagged, seed
+        scores.append(f1)
+    assert rule is not None and sum(scores) / len(scores) <= rule - 1.0, scores
+    assert min(scores) <= rule - 2.0, scores  # the weakest reader is flagged, by a wide margin
