@@ -21,7 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from ray.tune import Result
 
-from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, STOP_TAG, SWEEP_TAG
 from search_spaces.presets import resolve_spec
 from search_spaces.sections import TrackingLink
 from tests.tcp_proxy import TcpProxy, free_port
@@ -169,3 +169,39 @@ def test_a_trial_that_finishes_on_a_retry_loses_its_failure_tag(tmp_path: Path) 
     logger.finish("t-retried", config, "FINISHED")  # its next attempt (a resumed sweep's)
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and FAILURE_TAG not in run.data.tags
+
+
+def test_a_write_lost_with_a_killed_driver_is_completed_after_the_next_one_closes_the_run(
+    tmp_path: Path,
+) -> None:
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    link = open_sweep(client)
+    config = trial_config("focal", seed=2)
+    first = TrialLogger(link, client)  # the driver that is killed with step 30 queued
+    first.log_result("t-killed", config, {"step": 10, "eval_f1": 20.0})
+    first.log_result("t-killed", config, {"step": 20, "eval_f1": 35.0})
+    run_id = first.run_id("t-killed", config)
+
+    second = TrialLogger(link, client)  # the resumed driver: the trial goes on and ends
+    second.log_result("t-killed", config, {"step": 40, "eval_f1": 52.0})
+    second.log_result("t-killed", config, {"step": 50, "eval_f1": 58.0})
+    second.finish("t-killed", config, "FINISHED", stopped="epochs")
+    assert 30 not in history(client, run_id, "eval_f1")
+
+    reported = [
+        {"step": step, "eval_f1": f1, "trial_id": "t-killed"}
+        for step, f1 in [(10, 20.0), (20, 35.0), (30, 44.0), (40, 52.0), (50, 58.0)]
+    ]
+    result = Result(
+        metrics={**reported[-1], "config": config},
+        checkpoint=None,
+        error=None,
+        path=str(tmp_path),
+        metrics_dataframe=pd.DataFrame(reported),
+    )
+    assert second.backfill([result]) == 1
+    assert history(client, run_id, "eval_f1") == {10: 20.0, 20: 35.0, 30: 44.0, 40: 52.0, 50: 58.0}
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.metrics["eval_f1"] == 58.0  # the last step's
+    assert run.data.tags[STOP_TAG] == "epochs"  # closed as it was: not closed again
+    assert second.backfill([result]) == 0

@@ -145,7 +145,6 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._last_step: dict[str, int] = {}
         self._nodes: dict[str, str] = {}  # Ray trial id -> the node its run is tagged with
         self._several_datasets: bool | None = None  # read from the parent on first use
-        self._ended: set[str] = set()  # trials whose run this driver closed
         self._writes: queue.Queue[Callable[[], object]] | None = None
         self._writes_guard = threading.Lock()
 
@@ -171,7 +170,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock(), _ended=set())
+        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock())
 
     def later(self, write: Callable[[], object]) -> None:
         """Queue ``write`` for the logger's thread (started on first use)."""
@@ -342,14 +341,14 @@ class TrialLogger(Callback):  # type: ignore[misc]
         if degenerate is not None:
             self.client.set_tag(run_id, DEGENERATE_TAG, degenerate)
         self.client.set_terminated(run_id, status=status)
-        self._ended.add(trial_id)
 
     def backfill(self, results: Any) -> int:
         """Make each ended trial's run whole from Tune's results (a ``ResultGrid``):
-        the evaluations it lacks, then its final status. A run this driver saw end is
-        whole already; the others (ended while the tracking store was away for longer
-        than ``outage_s``, or under a driver that died with writes queued) are checked.
-        Returns how many runs were repaired.
+        the evaluations it lacks, then its final status where it has none. Every run is
+        checked, those this driver closed too: an earlier driver that died with writes
+        queued lost them, and a trial it left running may since have ended under this
+        one; so may a trial whose writes were given up (an outage longer than
+        ``outage_s``). Returns how many runs were repaired.
 
         Raises:
             MlflowException: the tracking store did not answer (the sweep's driver then
@@ -358,14 +357,18 @@ class TrialLogger(Callback):  # type: ignore[misc]
         repaired = 0
         for result in results:
             trial_id = str((result.metrics or {}).get("trial_id", ""))
-            if not trial_id or trial_id in self._ended:
+            if not trial_id:
                 continue
             run_id = self._existing_run(trial_id, result.config)
             missing = self._unlogged(run_id, result.metrics_dataframe)
-            if not missing and self.client.get_run(run_id).info.status in ("FINISHED", "FAILED"):
+            ended = self.client.get_run(run_id).info.status in ("FINISHED", "FAILED")
+            if not missing and ended:
                 continue
             for reported in missing:
                 self._log_metrics(run_id, int(reported["step"]), reported)
+            repaired += 1
+            if ended:  # closed with its tags already; only evaluations were missing
+                continue
             if result.error is not None:
                 from trainables.driver.reports import failure_reason
 
@@ -373,7 +376,6 @@ class TrialLogger(Callback):  # type: ignore[misc]
             else:
                 degenerate = degenerate_reason(result.metrics or {})
                 self.finish(trial_id, result.config, "FINISHED", degenerate=degenerate)
-            repaired += 1
         return repaired
 
     def _existing_run(self, trial_id: str, config: Mapping[str, Any]) -> str:
