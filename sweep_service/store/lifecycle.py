@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sweep_service.store.database import committing
@@ -169,8 +169,5 @@ def record_progress(
 def list_unsynced_finished_sweeps(session: Session) -> list[Sweep]:
     """Finished sweeps whose progress was last read before they finished (or never):
     the reconciler reads it once more, so that what a finished sweep shows is final."""
-    query = select(Sweep).where(
-        Sweep.status.in_(FINISHED_STATUSES),
-        or_(Sweep.trials_synced_at.is_(None), Sweep.trials_synced_at < Sweep.finished_at),
-    )
+    query = select(Sweep).where(Sweep.status.in_(FINISHED_STATUSES), ~Sweep.shows_final_trials)
     return list(session.scalars(query.order_by(Sweep.finished_at, Sweep.id)))

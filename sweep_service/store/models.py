@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    ColumnElement,
     DateTime,
     Dialect,
     Enum,
@@ -23,7 +24,9 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    and_,
 )
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 # Named constraints, so that later migrations can alter or drop them by name on
@@ -228,12 +231,24 @@ class Sweep(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
+    @hybrid_property
     def shows_final_trials(self) -> bool:
         """Finished, and its trials read from MLflow since it finished (after its open
-        runs were closed): what its page shows will not change again."""
+        runs were closed): what its page shows will not change again. In a query, the
+        same condition in SQL."""
         return (
             self.status.is_finished()
             and self.finished_at is not None
             and self.trials_synced_at is not None
             and self.trials_synced_at >= self.finished_at
+        )
+
+    @shows_final_trials.inplace.expression
+    @classmethod
+    def _shows_final_trials_expression(cls) -> ColumnElement[bool]:
+        return and_(
+            cls.status.in_(FINISHED_STATUSES),
+            cls.finished_at.is_not(None),
+            cls.trials_synced_at.is_not(None),
+            cls.trials_synced_at >= cls.finished_at,
         )

@@ -90,7 +90,7 @@ def _sweeps(session: Any, owner: Caller) -> dict[str, Any]:
     return {
         "owner": owner,
         "sweeps": [(sweep, Progress.of(sweep)) for sweep in sweeps],
-        "final": all(sweep.shows_final_trials() for sweep in sweeps),
+        "final": all(sweep.shows_final_trials for sweep in sweeps),
     }
 
 
@@ -153,7 +153,7 @@ def sweep_context(sweep: Sweep, services: Any) -> dict[str, Any]:
         "charts_url": mlflow.charts,
         "spec": spec_yaml(sweep),
         "tracking_problem": tracking_problem,
-        "final": sweep.shows_final_trials(),
+        "final": sweep.shows_final_trials,
     }
 
 
