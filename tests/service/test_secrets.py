@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy import URL
 
 from search_spaces.lineage import experiment_name
-from sweep_service import serve
+from sweep_service import local_head, serve
 from sweep_service.settings import ServiceSettings
 from tests.service.test_e2e import CLI, Service, wait
 
@@ -159,7 +159,7 @@ def test_a_job_and_the_head_get_settings_by_name_and_no_secret(
     monkeypatch.setenv("DICESWEEP_SOMETHING_ELSE", "not a setting")
     home = tmp_path / "home"
     env = serve.job_environment(ServiceSettings(home=home, data_roots=[tmp_path / "team"]))
-    shown = "\n".join(f"{k}={v}" for k, v in {**env, **serve._head_env()}.items())
+    shown = "\n".join(f"{k}={v}" for k, v in {**env, **local_head._head_env()}.items())
     for secret in (token, key, "pw-secret", "not a setting"):
         assert secret not in shown
     assert env["HF_HUB_OFFLINE"] == "1"  # Hugging Face's settings, by name

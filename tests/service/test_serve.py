@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sweep_service import serve
+from sweep_service import local_head
 from sweep_service.settings import ServiceSettings
 
 
 def test_the_head_listens_on_loopback_on_the_ports_given(tmp_path: Path) -> None:
-    command = serve.head_command(dashboard_port=8123, gcs_port=9123)
+    command = local_head.head_command(dashboard_port=8123, gcs_port=9123)
     assert command[1:4] == ["start", "--head", "--block"]
     assert "--dashboard-port=8123" in command and "--port=9123" in command
     assert "--dashboard-host=127.0.0.1" in command
@@ -39,13 +39,13 @@ def fake_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exits_first: int)
     )
     command = [sys.executable, str(script)]
     monkeypatch.setattr(
-        serve, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
+        local_head, "head_command", lambda port, gcs: [*command, f"--dashboard-port={port}"]
     )
 
 
 @pytest.fixture
 def head_settings(short_home: Path, monkeypatch: pytest.MonkeyPatch) -> ServiceSettings:
-    monkeypatch.setattr(serve, "isolate_ray", lambda home: None)  # no real head here
+    monkeypatch.setattr(local_head, "isolate_ray", lambda home: None)  # no real head here
     return ServiceSettings(
         home=short_home, datasets_dir=short_home / "datasets", ray_dashboard_port=0
     )
@@ -55,7 +55,7 @@ def test_a_head_that_exits_while_starting_is_started_again_on_fresh_ports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
 ) -> None:
     fake_head(tmp_path, monkeypatch, exits_first=1)
-    with serve.local_ray_head(head_settings) as address:
+    with local_head.local_ray_head(head_settings) as address:
         assert urllib.request.urlopen(f"{address}/api/version", timeout=5).status == 200
     assert (tmp_path / "starts").read_text() == "2"
 
@@ -64,8 +64,8 @@ def test_a_head_that_never_starts_is_one_error_with_the_end_of_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, head_settings: ServiceSettings
 ) -> None:
     fake_head(tmp_path, monkeypatch, exits_first=99)
-    starting = serve.local_ray_head(head_settings)
-    with pytest.raises(serve.HeadExited, match="exited with code 1") as raised:
+    starting = local_head.local_ray_head(head_settings)
+    with pytest.raises(local_head.HeadExited, match="exited with code 1") as raised:
         starting.__enter__()
     assert "address already in use" in str(raised.value)
-    assert (tmp_path / "starts").read_text() == str(serve.HEAD_START_ATTEMPTS)
+    assert (tmp_path / "starts").read_text() == str(local_head.HEAD_START_ATTEMPTS)
