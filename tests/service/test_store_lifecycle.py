@@ -14,9 +14,12 @@ from sweep_service.store import (
     ResubmissionLimitError,
     Sweep,
     SweepStatus,
+    TrialProgress,
     create_sweep,
     list_active_sweeps,
     list_sweeps,
+    list_unsynced_finished_sweeps,
+    record_progress,
     record_resubmission,
     transition_sweep,
 )
@@ -158,6 +161,23 @@ def test_the_reconciler_sees_every_owners_unfinished_sweeps_oldest_first(
     _walk(session, _submit(session, bob), S.SUBMITTED, S.SUCCEEDED)
     active = list_active_sweeps(session)
     assert [sweep.id for sweep in active] == [running.id, cancelling.id, pending.id]
+
+
+def test_a_finished_sweep_shows_final_trials_once_they_are_read_after_its_end(
+    session: Session, alice: Owner
+) -> None:
+    # The same rule in Python (the pages) and in SQL (the reconciler's list).
+    never = _walk(session, _submit(session, alice, name="never"), S.SUBMITTED, S.SUCCEEDED)
+    before = _walk(session, _submit(session, alice, name="before"), S.SUBMITTED)
+    record_progress(session, before.id, TrialProgress(done=1), now=T0 + timedelta(minutes=1))
+    before = _walk(session, before, S.RUNNING, S.CANCELLED)  # read before it ended
+    after = _walk(session, _submit(session, alice, name="after"), S.SUBMITTED, S.FAILED)
+    after = record_progress(session, after.id, TrialProgress(), now=T0 + timedelta(hours=1))
+    running = _walk(session, _submit(session, alice, name="running"), S.SUBMITTED)
+    running = record_progress(session, running.id, TrialProgress(), now=T0 + timedelta(hours=1))
+    shown = {sweep.name: sweep.shows_final_trials for sweep in (never, before, after, running)}
+    assert shown == {"never": False, "before": False, "after": True, "running": False}
+    assert {sweep.name for sweep in list_unsynced_finished_sweeps(session)} == {"never", "before"}
 
 
 def test_pages_are_newest_first_and_cover_every_sweep_once(
