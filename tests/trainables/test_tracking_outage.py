@@ -106,6 +106,17 @@ def history(client: MlflowClient, run_id: str, key: str) -> dict[int, float]:
     return {int(m.step): m.value for m in client.get_metric_history(run_id, key)}
 
 
+def tune_result(reported: list[dict[str, Any]], config: dict[str, Any], path: Path) -> Result:
+    """What Tune's ``ResultGrid`` holds for a trial that reported ``reported``."""
+    return Result(
+        metrics={**reported[-1], "config": config},
+        checkpoint=None,
+        error=None,
+        path=str(path),
+        metrics_dataframe=pd.DataFrame(reported),
+    )
+
+
 def test_a_metric_written_during_an_outage_reaches_mlflow_after_it(proxy: TcpProxy) -> None:
     client = MlflowClient(f"http://127.0.0.1:{proxy.port}")
     logger = TrialLogger(open_sweep(client), client)
@@ -146,13 +157,7 @@ def test_writes_given_up_are_completed_from_tunes_results(proxy: TcpProxy, tmp_p
         {"step": 5, "eval_f1": 30.0, "trial_id": "t-dice"},
         {"step": 9, "eval_f1": 61.0, "trial_id": "t-dice"},
     ]
-    result = Result(  # what Tune's ResultGrid holds for the trial
-        metrics={**reported[-1], "config": config},
-        checkpoint=None,
-        error=None,
-        path=str(tmp_path),
-        metrics_dataframe=pd.DataFrame(reported),
-    )
+    result = tune_result(reported, config, tmp_path)
     assert logger.backfill([result]) == 1
     assert history(client, run_id, "eval_f1") == {5: 30.0, 9: 61.0}
     assert client.get_run(run_id).info.status == "FINISHED"
@@ -192,13 +197,7 @@ def test_a_write_lost_with_a_killed_driver_is_completed_after_the_next_one_close
         {"step": step, "eval_f1": f1, "trial_id": "t-killed"}
         for step, f1 in [(10, 20.0), (20, 35.0), (30, 44.0), (40, 52.0), (50, 58.0)]
     ]
-    result = Result(
-        metrics={**reported[-1], "config": config},
-        checkpoint=None,
-        error=None,
-        path=str(tmp_path),
-        metrics_dataframe=pd.DataFrame(reported),
-    )
+    result = tune_result(reported, config, tmp_path)
     assert second.backfill([result]) == 1
     assert history(client, run_id, "eval_f1") == {10: 20.0, 20: 35.0, 30: 44.0, 40: 52.0, 50: 58.0}
     run = client.get_run(run_id)
