@@ -228,6 +228,17 @@ class LossEntry(_WithParameters):
                 raise rule_error(str(error)) from None
         return value
 
+    @model_validator(mode="after")
+    def _every_point_holds(self) -> LossEntry:
+        # Each value was checked alone above; rules across parameters (background needs
+        # classes: foreground) hold for whole specs, so for each grid point.
+        if not self.distribution_params():
+            try:
+                self.grid()
+            except LossSpecError as error:
+                raise rule_error(str(error)) from None
+        return self
+
     @model_serializer(mode="wrap")
     def _only_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Dumps what the spec said, so that a dump validates back to the same entry.

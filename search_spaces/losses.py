@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,8 +29,10 @@ from pydantic import (
 
 Scope = Literal["example", "set"]
 # How the dice family reduces its one-vs-rest losses over classes: their mean (ours,
-# a macro average in [0, 1]) or their sum (the official code's multi-class scripts).
-ClassReduction = Literal["mean", "sum"]
+# a macro average in [0, 1]), their sum (the official code's multi-class scripts), or
+# the mean over every class but the background tag (a tagger's entity tags; binary
+# inputs have one class, the positive, so there it is the mean).
+ClassReduction = Literal["mean", "sum", "foreground"]
 # Strict so that a boolean is never read as 0/1; ints are still accepted.
 _Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 UnitInterval = Annotated[_Number, Field(ge=0.0, le=1.0)]
@@ -39,6 +41,9 @@ Flag = Annotated[bool, Field(strict=True)]
 # OHEM (the official ``ohem_ratio``): per class, keep every positive and at most
 # ``ratio x positives`` negatives, the hardest; 0 keeps every position (off).
 OhemRatio = Annotated[_Number, Field(ge=0.0, le=1000.0)]
+Tag = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
+# The tag ``classes: foreground`` leaves out when the spec names none: BIO's outside tag.
+DEFAULT_BACKGROUND = "O"
 
 
 class LossSpecError(ValueError):
@@ -95,7 +100,45 @@ class FocalSpec(_LossSpec):
     gamma: Annotated[_Number, Field(ge=0.0, le=100.0)] = 2.0
 
 
-class DiceSpec(_LossSpec):
+class _OverlapSpec(_LossSpec):
+    """The dice family's reduction over classes (``classes``). ``classes: foreground``
+    averages every class but ``background`` (default ``"O"``), a tag of the task's
+    ``labels``, which the trainable supplies; a spec names ``background`` only with it.
+
+    Raises (on validation): ``background`` without ``classes: foreground``, or a
+    background tag that is not among the supplied ``labels``.
+    """
+
+    from_data: ClassVar[tuple[str, ...]] = ("labels",)
+    if TYPE_CHECKING:  # declared by each loss, in its own parameters' order
+        classes: ClassReduction
+        background: str | None
+        labels: tuple[str, ...] | None
+
+    @model_validator(mode="after")
+    def _background_is_a_tag(self) -> _OverlapSpec:
+        if self.background is not None and self.classes != "foreground":
+            raise ValueError(
+                f"background names the tag that classes 'foreground' leaves out; "
+                f"with classes {self.classes!r} it has no use: set classes 'foreground' or drop it"
+            )
+        tag = self.background_tag
+        if tag is not None and self.labels is not None and tag not in self.labels:
+            raise ValueError(
+                f"background {tag!r} is not a tag of the task: classes 'foreground' leaves "
+                f"out one of its labels ({', '.join(self.labels)})"
+            )
+        return self
+
+    @property
+    def background_tag(self) -> str | None:
+        """The tag ``classes: foreground`` leaves out; ``None`` with another reduction."""
+        if self.classes != "foreground":
+            return None
+        return DEFAULT_BACKGROUND if self.background is None else self.background
+
+
+class DiceSpec(_OverlapSpec):
     """Dice loss (eq. 7; eq. 6 with ``square=False``); ``ohem_ratio > 0`` keeps, per
     class, the positives and only the hardest ``ohem_ratio x positives`` negatives."""
 
@@ -104,21 +147,29 @@ class DiceSpec(_LossSpec):
     square: Flag = True
     scope: Scope = "example"
     classes: ClassReduction = "mean"
+    background: Tag | None = None
     ohem_ratio: OhemRatio = 0.0
+    labels: tuple[Tag, ...] | None = None
 
 
-class TverskySpec(_LossSpec):
-    """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives."""
+class TverskySpec(_OverlapSpec):
+    """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives;
+    ``square=True`` squares both soft terms (``alpha p^2 (1-y)``, ``beta (1-p)^2 y``),
+    so that ``alpha = beta = 1/2`` is squared dice; ``ohem_ratio`` as for dice."""
 
     name: Literal["tversky"] = "tversky"
     alpha: UnitInterval = 0.5
     beta: UnitInterval = 0.5
     smooth: Smooth = 1.0
+    square: Flag = False
     scope: Scope = "example"
     classes: ClassReduction = "mean"
+    background: Tag | None = None
+    ohem_ratio: OhemRatio = 0.0
+    labels: tuple[Tag, ...] | None = None
 
 
-class DscSpec(_LossSpec):
+class DscSpec(_OverlapSpec):
     """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``. The official code's
     recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs);
     ``ohem_ratio`` as for dice."""
@@ -129,7 +180,9 @@ class DscSpec(_LossSpec):
     square: Flag = False
     scope: Scope = "example"
     classes: ClassReduction = "mean"
+    background: Tag | None = None
     ohem_ratio: OhemRatio = 0.0
+    labels: tuple[Tag, ...] | None = None
 
 
 LossSpec = Annotated[
@@ -198,6 +251,9 @@ def loss_parameters(name: str) -> dict[str, Any]:
 def check_parameter(name: str, parameter: str, value: object) -> None:
     """Check one parameter value of loss ``name`` as a spec may set it.
 
+    Rules across parameters (``background`` needs ``classes: foreground``) are the
+    whole spec's, checked by ``validate_loss_spec``.
+
     Raises:
         LossSpecError: an unknown loss, a parameter the loss does not have or that
             the trainable supplies, or a value of the wrong type or out of range; the
@@ -215,8 +271,10 @@ def check_parameter(name: str, parameter: str, value: object) -> None:
     try:
         LOSS_SPECS[name].model_validate({"name": name, parameter: value})
     except ValidationError as error:
-        rule = error.errors()[0]["msg"]
-        raise LossSpecError(f"{parameter}={value!r} is invalid for {name}: {rule}") from None
+        own = [e for e in error.errors() if tuple(e["loc"][:1]) == (parameter,)]
+        if own:
+            rule = own[0]["msg"]
+            raise LossSpecError(f"{parameter}={value!r} is invalid for {name}: {rule}") from None
 
 
 def validate_loss_spec(data: Mapping[str, Any]) -> LossSpec:

@@ -9,8 +9,10 @@ import pytest
 from search_spaces.loss_entries import PARAMETERS, LossEntry, canonical
 from search_spaces.losses import (
     LOSS_SPECS,
+    DiceSpec,
     DscSpec,
     LossSpecError,
+    TverskySpec,
     WceSpec,
     check_parameter,
     loss_names,
@@ -27,15 +29,26 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
         "square": True,
         "scope": "example",
         "classes": "mean",
+        "background": None,
         "ohem_ratio": 0.0,
     },
-    "tversky": {"alpha": 0.5, "beta": 0.5, "smooth": 1.0, "scope": "example", "classes": "mean"},
+    "tversky": {
+        "alpha": 0.5,
+        "beta": 0.5,
+        "smooth": 1.0,
+        "square": False,
+        "scope": "example",
+        "classes": "mean",
+        "background": None,
+        "ohem_ratio": 0.0,
+    },
     "dsc": {
         "alpha": 1.0,
         "smooth": 1.0,
         "square": False,
         "scope": "example",
         "classes": "mean",
+        "background": None,
         "ohem_ratio": 0.0,
     },
 }
@@ -96,8 +109,8 @@ def test_validate_a_whole_spec() -> None:
         ({"name": "bce"}, "unknown loss 'bce'; valid: ce, dice, dsc, focal, tversky, wce"),
         (
             {"name": "dsc", "beta": 0.5},
-            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, classes, ohem_ratio, "
-            "scope, smooth, square",
+            "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, background, classes, "
+            "labels, ohem_ratio, scope, smooth, square",
         ),
         ({"name": "dice", "ohem_ratio": -0.1}, "dice.ohem_ratio: Input should be greater than"),
         ({"name": "dsc", "ohem_ratio": True}, "dsc.ohem_ratio: Input should be a valid number"),
@@ -111,6 +124,20 @@ def test_invalid_whole_specs(data: dict[str, object], message: str) -> None:
     with pytest.raises(LossSpecError) as caught:
         validate_loss_spec(data)
     assert message in str(caught.value)
+
+
+def test_the_foreground_average_names_its_background_tag() -> None:
+    # Each value alone is valid; the rule across them holds for the whole spec.
+    check_parameter("tversky", "background", "B-MISC")
+    check_parameter("dsc", "classes", "foreground")
+    spec = validate_loss_spec({"name": "tversky", "classes": "foreground", "background": "MISC"})
+    assert isinstance(spec, TverskySpec) and spec.background_tag == "MISC"
+    default = validate_loss_spec({"name": "dice", "classes": "foreground", "labels": ["O", "B"]})
+    assert isinstance(default, DiceSpec) and default.background_tag == "O"
+    with pytest.raises(LossSpecError, match="labels"):
+        check_parameter("dice", "labels", ["O"])
+    with pytest.raises(LossSpecError, match="dsc: background names the tag"):
+        validate_loss_spec({"name": "dsc", "classes": "sum", "background": "O"})
 
 
 def test_check_parameter_refuses_what_the_trainable_supplies() -> None:

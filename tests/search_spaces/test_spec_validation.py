@@ -45,7 +45,13 @@ INVALID = {
         {"search_space": losses({"name": "ce"}, {"name": "dsc", "gamma": 2})},
         "search_space.losses[1].gamma",
         "loss 'dsc' has no parameter 'gamma'; "
-        "valid: alpha, classes, ohem_ratio, scope, smooth, square",
+        "valid: alpha, background, classes, ohem_ratio, scope, smooth, square",
+    ),
+    "background without the foreground average": (
+        {"search_space": losses({"name": "tversky", "classes": ["mean"], "background": "O"})},
+        "search_space.losses[0]",
+        "tversky: background names the tag that classes 'foreground' leaves out; "
+        "with classes 'mean' it has no use",
     ),
     "parameter of no loss": (
         {"search_space": losses({"name": "dsc", "temperature": 2})},

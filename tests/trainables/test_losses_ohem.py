@@ -1,4 +1,4 @@
-"""OHEM (``ohem_ratio``) of dice and dsc: which negatives it keeps, on hand-built logits
+"""OHEM (``ohem_ratio``) of dice, dsc and tversky: which negatives it keeps, on hand-built logits
 whose hardest negatives are known, and that it never chooses a masked position."""
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ def _kept_by_gradient(loss: dict[str, object], mask: torch.Tensor | None = None)
         {"name": "dice", "scope": "example"},
         {"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"},
         {"name": "dsc", "alpha": 0.5, "scope": "example"},
+        {"name": "tversky", "alpha": 0.6, "beta": 0.4, "scope": "set"},
+        {"name": "tversky", "alpha": 0.3, "beta": 0.7, "square": True},
     ],
 )
 def test_ohem_keeps_the_positives_and_the_hardest_negatives(

@@ -141,8 +141,9 @@ def reference_binary_loss(spec: dict, logits: torch.Tensor, target: torch.Tensor
         return (-((1 - p_t) ** spec.get("gamma", 2.0)) * torch.log(p_t)).mean()
     if spec["name"] == "tversky":
         alpha, beta = spec.get("alpha", 0.5), spec.get("beta", 0.5)
+        power = 2 if spec.get("square", False) else 1
         numer = p * y
-        denom = p * y + alpha * p * (1 - y) + beta * (1 - p) * y
+        denom = p * y + alpha * p**power * (1 - y) + beta * (1 - p) ** power * y
     else:
         u = (1 - p) ** spec["alpha"] * p if spec["name"] == "dsc" else p
         numer = 2 * u * y
@@ -161,6 +162,7 @@ def reference_binary_loss(spec: dict, logits: torch.Tensor, target: torch.Tensor
         {"name": "dice", "square": False, "scope": "set", "smooth": 0.5},
         {"name": "tversky", "alpha": 0.3, "beta": 0.7},
         {"name": "tversky", "alpha": 0.8, "beta": 0.4, "scope": "set"},
+        {"name": "tversky", "alpha": 0.6, "beta": 0.4, "square": True, "scope": "set"},
         {"name": "dsc", "alpha": 0.1},
         {"name": "dsc", "alpha": 1.0, "square": True},
         {"name": "dsc", "alpha": 0.01, "square": True, "scope": "set"},
@@ -324,7 +326,7 @@ BAD = [
     (
         {"name": "dice", "alpha": 0.5},
         r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; "
-        "valid: classes, ohem_ratio, scope, smooth, square",
+        "valid: background, classes, labels, ohem_ratio, scope, smooth, square",
     ),
     ({"name": "tversky", "alpha": 1.5}, "tversky.alpha: Input should be less than or equal to 1"),
     ({"name": "tversky", "beta": -0.1}, "tversky.beta: Input should be greater than or equal"),
@@ -333,7 +335,10 @@ BAD = [
     ({"name": "focal", "gamma": 1e308}, "focal.gamma: Input should be less than or equal to 100"),
     ({"name": "dice", "smooth": -1.0}, "dice.smooth: Input should be greater than or equal to 0"),
     ({"name": "dice", "scope": "batch"}, "dice.scope: Input should be 'example' or 'set'"),
-    ({"name": "dice", "classes": "max"}, "dice.classes: Input should be 'mean' or 'sum'"),
+    (
+        {"name": "dice", "classes": "max"},
+        "dice.classes: Input should be 'mean', 'sum' or 'foreground'",
+    ),
     ({"name": "dsc", "square": "yes"}, "dsc.square: Input should be a valid boolean"),
     ({"name": "wce"}, "wce needs class_counts"),
     (
@@ -365,6 +370,7 @@ def test_loss_parameters_lists_defaults() -> None:
         "square": False,
         "scope": "example",
         "classes": "mean",
+        "background": None,
         "ohem_ratio": 0.0,
     }
     assert loss_parameters("tversky")["beta"] == 0.5

@@ -4,8 +4,10 @@ Li et al., "Dice Loss for Data-imbalanced NLP Tasks" (ACL 2020), section 3 and
 Table 2; docs/losses.md. The two input forms (binary, multi-class) and their masks
 are described in :mod:`trainables.losses.inputs`. Each class is a one-vs-rest
 binary problem; the dice family reduces its per-class losses with ``classes``:
-their mean (a macro average, ours) or their sum (the official code's multi-class
-scripts, ``OFFICIAL_RECIPES``).
+their mean (a macro average, ours), their sum (the official code's multi-class
+scripts, ``OFFICIAL_RECIPES``) or the mean over every class but ``background`` (a
+tagger's entity tags without ``O``; binary inputs have one class, the positive, so
+there ``foreground`` is the mean and ``background`` is not read).
 
 Numerical safeguards: ``1 - p`` is never formed by subtraction where a power of
 it is taken (``log(1 - p)`` comes from ``logsigmoid(-z)`` or the other classes'
@@ -14,13 +16,14 @@ finite, with finite gradients, at logits of +-100 in every dtype (the official
 code's NaN once ``p`` rounds to 1); a ratio whose numerator is exactly 0 is 0 even
 where its denominator underflows (``smooth=0``).
 
-OHEM (``ohem_ratio > 0``, dice and dsc): per class, the positions that count are
+OHEM (``ohem_ratio > 0``, the dice family): per class, the positions that count are
 the valid positives and the ``floor(ohem_ratio x positives)`` valid negatives with
 the highest probability of that class (the hardest); the others count as masked.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -36,7 +39,7 @@ from trainables.losses.inputs import (
 )
 
 Scope = Literal["example", "set"]
-Classes = Literal["mean", "sum"]
+Classes = Literal["mean", "sum", "foreground"]
 
 
 def ce_loss(logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -92,17 +95,19 @@ def dice_loss(
     scope: Scope = "example",
     classes: Classes = "mean",
     ohem_ratio: float = 0.0,
+    background: int | None = None,
 ) -> Tensor:
     """Dice loss, eq. 7 (squared denominator) or eq. 6 (``square=False``).
 
     Per position and class: ``1 - (2 p y + s) / (p^2 + y^2 + s)``, or with the
     linear denominator ``p + y + s``. ``ohem_ratio > 0``: only the hardest negatives.
+    ``background``: the class index ``classes="foreground"`` leaves out.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     numer, denom = _dice_terms(probs.p, probs.y, square)
     counted = _ohem_weight(flat, probs, ohem_ratio)
-    return _overlap(numer, denom, flat, smooth, scope, classes, counted)
+    return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
 
 
 def tversky_loss(
@@ -114,18 +119,30 @@ def tversky_loss(
     smooth: float = 1.0,
     scope: Scope = "example",
     classes: Classes = "mean",
+    square: bool = False,
+    ohem_ratio: float = 0.0,
+    background: int | None = None,
 ) -> Tensor:
     """Tversky loss, eq. 9: ``1 - (p y + s) / (p y + alpha p (1-y) + beta (1-p) y + s)``.
 
     ``alpha`` weighs false positives, ``beta`` false negatives. With
     ``alpha = beta = 0.5`` it equals linear dice with smoothing ``2 s``.
+    ``square=True`` squares the soft false positive and false negative,
+    ``alpha p^2 (1-y) + beta (1-p)^2 y``: since ``p^2 + y^2 = 2 p y + p^2 (1-y) +
+    (1-p)^2 y`` for ``y`` in {0, 1}, ``alpha = beta = 0.5`` is then squared dice with
+    smoothing ``2 s``. ``ohem_ratio`` and ``background`` as for :func:`dice_loss`.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     p, y = probs.p, probs.y
+    power = 2 if square else 1
     true_positive = p * y
-    denom = true_positive + alpha * p * (1 - y) + beta * probs.log1m_p.exp() * y
-    return _overlap(true_positive, denom, flat, smooth, scope, classes)
+    false_positive = p**power * (1 - y)
+    false_negative = torch.exp(power * probs.log1m_p) * y  # (1 - p)^power, never 1 - p
+    denom = true_positive + alpha * false_positive + beta * false_negative
+    counted = _ohem_weight(flat, probs, ohem_ratio)
+    reduction = _Reduction(classes, background)
+    return _overlap(true_positive, denom, flat, smooth, scope, reduction, counted)
 
 
 def dsc_loss(
@@ -138,20 +155,22 @@ def dsc_loss(
     scope: Scope = "example",
     classes: Classes = "mean",
     ohem_ratio: float = 0.0,
+    background: int | None = None,
 ) -> Tensor:
     """Self-adjusting dice, eq. 11/12: ``1 - (2 q y + s) / (q + y + s)``, ``q = (1-p)^alpha p``.
 
     ``square=True`` uses ``q^2 + y^2`` in the denominator. ``alpha = 0`` gives
     linear dice. For a positive the loss is lowest at ``p = 1 / (1 + alpha)``.
     ``q = exp(alpha log(1 - p) + log p)``: finite, with a finite gradient, at any logit.
-    ``ohem_ratio > 0``: only the hardest negatives, ranked by ``p``.
+    ``ohem_ratio > 0``: only the hardest negatives, ranked by ``p``. ``background`` as
+    for :func:`dice_loss`.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     q = torch.exp(alpha * probs.log1m_p + probs.log_p)
     numer, denom = _dice_terms(q, probs.y, square)
     counted = _ohem_weight(flat, probs, ohem_ratio)
-    return _overlap(numer, denom, flat, smooth, scope, classes, counted)
+    return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
 
 
 def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
@@ -185,13 +204,42 @@ def _ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Tensor | Non
     return kept.to(flat.logits.dtype)
 
 
+@dataclass(frozen=True)
+class _Reduction:
+    """How the ``C`` per-class losses become one: ``classes`` and, for
+    ``"foreground"``, the ``background`` class index it leaves out."""
+
+    classes: Classes
+    background: int | None
+
+    def __call__(self, per_class: Tensor, binary: bool) -> Tensor:
+        """The ``(C,)`` per-class losses reduced to a scalar.
+
+        Raises:
+            ValueError: ``"foreground"`` on multi-class inputs without a ``background``
+                index, or with one outside ``0..C-1``.
+        """
+        if self.classes == "sum":
+            return per_class.sum()
+        if self.classes == "mean" or binary:  # binary: the one class is the foreground
+            return per_class.mean()
+        n_classes = per_class.shape[0]
+        if self.background is None or not 0 <= self.background < n_classes:
+            raise ValueError(
+                "classes='foreground' on multi-class logits needs the background's class "
+                f"index in 0..{n_classes - 1}, got {self.background}"
+            )
+        keep = torch.arange(n_classes, device=per_class.device) != self.background
+        return per_class[keep].mean()
+
+
 def _overlap(
     numer: Tensor,
     denom: Tensor,
     flat: Flat,
     smooth: float,
     scope: Scope,
-    classes: Classes,
+    reduce: _Reduction,
     counted: Tensor | None = None,
 ) -> Tensor:
     """``1 - (n + s) / (d + s)`` per class, from ``(N, C)`` terms, reduced over classes.
@@ -199,8 +247,8 @@ def _overlap(
     ``scope="example"`` takes the ratio per position and averages it over valid
     positions; ``scope="set"`` sums numerator and denominator over valid positions
     first (the paper's footnote 3). ``counted`` (OHEM's ``(N, C)`` choice) narrows the
-    valid positions per class. ``classes`` then takes the mean or the sum of the
-    ``C`` per-class losses.
+    valid positions per class. ``reduce`` then takes the mean or the sum of the
+    ``C`` per-class losses, or the mean without the background's.
     """
     if counted is None:
         if scope == "example":
@@ -214,7 +262,7 @@ def _overlap(
     else:
         total_numer, total_denom = (counted * numer).sum(0), (counted * denom).sum(0)
         per_class = 1 - _ratio(total_numer + smooth, total_denom + smooth)
-    return per_class.mean() if classes == "mean" else per_class.sum()
+    return reduce(per_class, flat.binary)
 
 
 def _ratio(numer: Tensor, denom: Tensor) -> Tensor:

@@ -15,6 +15,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from search_spaces.losses import DEFAULT_BACKGROUND
 from trainables.losses import functional as fn
 from trainables.losses.functional import Classes, Scope
 
@@ -27,6 +28,17 @@ class DicesweepLoss(nn.Module, abc.ABC):
     @abc.abstractmethod
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         """The loss averaged as its ``scope`` says; shapes as in ``inputs``."""
+
+
+def background_index(
+    classes: Classes, background: str | None, labels: Sequence[str] | None
+) -> int | None:
+    """The class index ``classes="foreground"`` leaves out: ``background`` (default
+    ``"O"``) among the task's ``labels`` (the schema checked it is one of them).
+    ``None`` with another reduction, or without labels (binary inputs need none)."""
+    if classes != "foreground" or labels is None:
+        return None
+    return list(labels).index(DEFAULT_BACKGROUND if background is None else background)
 
 
 class CELoss(DicesweepLoss):
@@ -94,11 +106,14 @@ class DiceLoss(DicesweepLoss):
         square: bool = True,
         scope: Scope = "example",
         classes: Classes = "mean",
+        background: str | None = None,
         ohem_ratio: float = 0.0,
+        labels: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.smooth, self.square, self.scope, self.classes = smooth, square, scope, classes
-        self.ohem_ratio = ohem_ratio
+        self.background, self.ohem_ratio, self.labels = background, ohem_ratio, labels
+        self.background_index = background_index(classes, background, labels)
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.dice_loss(
@@ -110,11 +125,13 @@ class DiceLoss(DicesweepLoss):
             self.scope,
             self.classes,
             self.ohem_ratio,
+            self.background_index,
         )
 
 
 class TverskyLoss(DicesweepLoss):
-    """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives."""
+    """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives;
+    ``square`` squares both (``fn.tversky_loss``)."""
 
     key = "tversky"
 
@@ -123,16 +140,32 @@ class TverskyLoss(DicesweepLoss):
         alpha: float = 0.5,
         beta: float = 0.5,
         smooth: float = 1.0,
+        square: bool = False,
         scope: Scope = "example",
         classes: Classes = "mean",
+        background: str | None = None,
+        ohem_ratio: float = 0.0,
+        labels: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
-        self.alpha, self.beta, self.smooth = alpha, beta, smooth
-        self.scope, self.classes = scope, classes
+        self.alpha, self.beta, self.smooth, self.square = alpha, beta, smooth, square
+        self.scope, self.classes, self.background = scope, classes, background
+        self.ohem_ratio, self.labels = ohem_ratio, labels
+        self.background_index = background_index(classes, background, labels)
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.tversky_loss(
-            logits, target, mask, self.alpha, self.beta, self.smooth, self.scope, self.classes
+            logits,
+            target,
+            mask,
+            self.alpha,
+            self.beta,
+            self.smooth,
+            self.scope,
+            self.classes,
+            self.square,
+            self.ohem_ratio,
+            self.background_index,
         )
 
 
@@ -150,11 +183,15 @@ class DSCLoss(DicesweepLoss):
         square: bool = False,
         scope: Scope = "example",
         classes: Classes = "mean",
+        background: str | None = None,
         ohem_ratio: float = 0.0,
+        labels: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.alpha, self.smooth, self.square = alpha, smooth, square
-        self.scope, self.classes, self.ohem_ratio = scope, classes, ohem_ratio
+        self.scope, self.classes, self.background = scope, classes, background
+        self.ohem_ratio, self.labels = ohem_ratio, labels
+        self.background_index = background_index(classes, background, labels)
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.dsc_loss(
@@ -167,4 +204,5 @@ class DSCLoss(DicesweepLoss):
             self.scope,
             self.classes,
             self.ohem_ratio,
+            self.background_index,
         )
