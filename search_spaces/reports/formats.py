@@ -24,8 +24,9 @@ import pandas as pd
 
 from search_spaces.datasets import VARIANTS
 from search_spaces.reports.budget import budget_html, budget_lines, budget_markdown
+from search_spaces.reports.seeds import seed_phrase
 
-STATS = ("mean", "std", "count", "delta")
+STATS = ("mean", "std", "count", "seeds", "delta")  # count: runs; seeds: distinct seeds
 # p-value thresholds of the paired test against the baseline, strictest first.
 MARKS = ((0.01, "‡"), (0.05, "†"))
 _LATEX_MARKS = {"‡": r"$^\ddagger$", "†": r"$^\dagger$"}  # a mark after a cell
@@ -81,20 +82,19 @@ def mark(p_value: float | None) -> str:
     return next((symbol for limit, symbol in MARKS if p_value < limit), "")
 
 
-def _best_rows(table: pd.DataFrame) -> dict[Any, Any]:
-    """The row with the best mean in each column: the highest, or the lowest for a
-    metric where lower is better (``LOWER_IS_BETTER``); a cell holding a degenerate
-    trial is never the best."""
+def _best_rows(table: pd.DataFrame) -> dict[Any, set[Any]]:
+    """The rows with the best mean in each column, as shown (2 decimals; ties all): the
+    highest, or the lowest where lower is better (``LOWER_IS_BETTER``); none where every
+    row ties; a cell holding a degenerate trial is never the best."""
     means = table.xs("mean", axis=1, level="stat").astype(float)
+    filled = means.count()  # cells with a mean, per column: a tie of them all is no best
     for row, column in table.attrs.get("degenerate_cells") or {}:
         if row in means.index and column in means.columns:
             means.at[row, column] = math.nan
-    lower = table.attrs.get("metric") in LOWER_IS_BETTER
-    return {
-        column: (means[column].idxmin() if lower else means[column].idxmax())
-        for column in means.columns
-        if means[column].notna().any()
-    }
+    shown = means.round(2)
+    best = shown.min() if table.attrs.get("metric") in LOWER_IS_BETTER else shown.max()
+    tied = {column: set(shown.index[shown[column] == best[column]]) for column in shown.columns}
+    return {column: rows for column, rows in tied.items() if 0 < len(rows) < filled[column]}
 
 
 def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell]]]:
@@ -116,7 +116,7 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
                     degenerate.get((row, col), 0),
                     table.at[row, (col, "count")],
                 ),
-                best=best.get(col) == row and len(table.index) > 1,
+                best=row in best.get(col, set()),
                 mark=mark(p_values.get((row, col))),
             )
             for col in columns
@@ -239,8 +239,7 @@ def legend(table: pd.DataFrame) -> str:
     """What a table's cells mean, in one sentence: its metric, the seeds, the
     baseline of the deltas and the marks."""
     attrs = table.attrs
-    seeds = table.xs("count", axis=1, level="stat").max().max()
-    text = f"{attrs['metric']}: mean ± std over {_count(seeds)} seed(s)"
+    text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
     if attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"

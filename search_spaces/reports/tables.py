@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
+from search_spaces.reports.cells import keyed_by_cell
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
 from search_spaces.sections import trial_training
 
@@ -114,7 +115,7 @@ def pivot_table(
     metric: str = "eval_f1",
     baseline: str | None = "ce",
 ) -> pd.DataFrame:
-    """Mean, std (n-1) and count of ``metric`` over the rows of each cell, and the delta
+    """Mean, std (n-1), count and distinct seeds of ``metric`` over each cell's rows, the delta
     of the mean against the ``baseline`` row in the same column.
 
     Returns a frame indexed by the ``rows_key`` values, with columns ``(col, stat)`` for
@@ -127,11 +128,13 @@ def pivot_table(
     """
     _require(rows, (rows_key, cols_key, metric))
     data = rows.dropna(subset=[metric])
-    stats = data.groupby([rows_key, cols_key])[metric].agg(["mean", "std", "count"])
+    cells = data.groupby([rows_key, cols_key])
+    stats = cells[metric].agg(["mean", "std", "count"])  # count: runs; seeds: distinct seeds
+    stats["seeds"] = cells["seed"].nunique() if "seed" in data else stats["count"]
     means = stats["mean"].unstack(cols_key)
     if baseline is not None and baseline not in means.index:
         raise ValueError(f"baseline {baseline!r} is not a {rows_key}; have {list(means.index)}")
-    frames = {stat: stats[stat].unstack(cols_key) for stat in ("mean", "std", "count")}
+    frames = {stat: stats[stat].unstack(cols_key) for stat in ("mean", "std", "count", "seeds")}
     frames["delta"] = means * math.nan
     if baseline is not None:
         frames["delta"] = means - means.loc[baseline]
@@ -147,6 +150,7 @@ def pivot_table(
         "cols_key": cols_key,
         "baseline": baseline,
         "datasets": sorted(map(str, data["dataset"].unique())) if "dataset" in data else [],
+        "seeds": sorted(int(seed) for seed in data["seed"].unique()) if "seed" in data else [],
     }
     return table
 
@@ -257,6 +261,7 @@ def paper_table(
     """
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
+    rows, rows_key = keyed_by_cell(rows, rows_key, cols_key)
     degenerate = rows.apply(lambda row: degenerate_reason(row, metric), axis=1).dropna()
     baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
     table = pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)

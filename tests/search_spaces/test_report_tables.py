@@ -92,6 +92,7 @@ def test_pivot_means_stds_counts_and_deltas(table: pd.DataFrame) -> None:
         "cols_key": "variant",
         "baseline": "ce",
         "datasets": [],
+        "seeds": [0, 1, 2],
     }
 
 
@@ -168,7 +169,7 @@ def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
 
 def test_csv_parses_back(table: pd.DataFrame) -> None:
     parsed = pd.read_csv(io.StringIO(to_csv(table)))
-    columns = ["loss", "variant", "mean", "std", "count", "delta", "degenerate"]
+    columns = ["loss", "variant", "mean", "std", "count", "seeds", "delta", "degenerate"]
     assert list(parsed.columns) == columns
     dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
     assert dsc[["mean", "count", "delta"]].iloc[0].tolist() == [83.0, 3.0, 1.0]
@@ -203,6 +204,7 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "mean": 82.0,
         "std": 2.0,
         "count": 3,
+        "seeds": 3,
         "delta": None,
         "p_value": None,
         "resolvable": None,

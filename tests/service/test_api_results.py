@@ -129,7 +129,7 @@ def test_the_grid_in_json_has_the_paper_layout_and_deltas_against_ce(
 @pytest.mark.parametrize(
     ("fmt", "media_type", "marker"),
     [
-        ("csv", "text/csv", b"loss,dataset,mean,std,count,delta"),
+        ("csv", "text/csv", b"loss,dataset,mean,std,count,seeds,delta"),
         ("markdown", "text/markdown", b"| loss "),
         ("latex", "application/x-latex", b"\\toprule"),
         ("png", "image/png", PNG_SIGNATURE),
@@ -222,11 +222,18 @@ def test_several_sweeps_merge_into_one_table(
             (0.9, "squad_v1"): 79.5,
         }
     )
-    # One comma-separated value works too; rows=sweep compares the sweeps themselves.
+    # One comma-separated value works too; rows=sweep compares the sweeps themselves, each
+    # sweep's two losses on rows of their own (never averaged as if seeds).
     by_sweep = api.client.get(
         "/v1/grid", params={"ids": ",".join(ids), "rows": "sweep", "format": "csv"}, headers=headers
     )
-    assert {line["sweep"] for line in csv.DictReader(io.StringIO(by_sweep.text))} == set(ids)
+    lines = list(csv.DictReader(io.StringIO(by_sweep.text)))
+    assert {tuple(line["sweep / loss"].split(" / ")) for line in lines if line["mean"]} == {
+        (sweep_id, f"tversky(alpha={alpha},beta={round(1 - alpha, 1)})")
+        for sweep_id in ids
+        for alpha in (0.1, 0.9)
+    }
+    assert {float(line["seeds"]) for line in lines if line["mean"]} == {2.0}
     latex = api.client.get("/v1/grid", params={"ids": ids, "format": "latex"}, headers=headers)
     assert "\\label{tab:table10-conll2003-table10-squad-v1}" in latex.text
     png = api.client.get("/v1/grid", params={"ids": ids, "format": "png"}, headers=headers)

@@ -1,0 +1,62 @@
+"""What a table's cell is keyed by: everything that differs among its trials.
+
+A cell averages trials that differ only by seed. Merged sweeps (``merged_rows``) or
+keys given by hand (``rows=sweep``) can put trials of different losses, data sets,
+variants or tuned settings under one (row, column) pair; averaging them would call
+three losses three seeds. ``keyed_by_cell`` splits such rows by what differs. The
+``sweep`` column keys cells only where asked (as the rows or the columns): two sweeps
+of the same settings are reruns, which the legend counts as runs (``seeds``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from search_spaces.reports.formats import format_value
+
+# What tells trials apart besides their seed (and the tuned settings, ``tuned_<name>``).
+CELL_KEYS = ("loss", "dataset", "variant")
+KEY_JOINER = " / "  # between the parts of a composite rows key and of its labels
+
+
+def differing_keys(rows: pd.DataFrame, rows_key: str, cols_key: str) -> list[str]:
+    """The columns among ``CELL_KEYS`` and the tuned settings, other than the two keys,
+    whose values differ among the trials of one (``rows_key``, ``cols_key``) cell."""
+    tuned = sorted(column for column in rows.columns if column.startswith("tuned_"))
+    candidates = [
+        key for key in (*CELL_KEYS, *tuned) if key in rows and key not in (rows_key, cols_key)
+    ]
+    if rows.empty or not candidates:
+        return []
+    # As text, so that a missing tuned setting (NaN) differs from a set one.
+    text = rows[[rows_key, cols_key, *candidates]].astype(str)
+    distinct = text.groupby([rows_key, cols_key])[candidates].nunique()
+    return [key for key in candidates if (distinct[key] > 1).any()]
+
+
+def _part(key: str, value: Any) -> str:
+    """A label's part: the value, or ``name=value`` for a tuned setting."""
+    if not key.startswith("tuned_"):
+        return format_value(value)
+    name = key.removeprefix("tuned_")
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    return f"{name} not tuned" if missing else f"{name}={format_value(value)}"
+
+
+def keyed_by_cell(rows: pd.DataFrame, rows_key: str, cols_key: str) -> tuple[pd.DataFrame, str]:
+    """``rows`` and the rows key to table them by: ``rows_key`` where each cell's trials
+    differ by seed alone, else a composite column (``"sweep / loss"``, its labels
+    ``"sw-1 / ce"``) joining ``rows_key`` with every ``differing_keys`` column."""
+    extra = differing_keys(rows, rows_key, cols_key)
+    if not extra:
+        return rows, rows_key
+    parts = [rows_key, *extra]
+    composite = KEY_JOINER.join(parts)
+    labels = [
+        KEY_JOINER.join(_part(key, value) for key, value in zip(parts, line, strict=True))
+        for line in rows[parts].itertuples(index=False)
+    ]
+    return rows.assign(**{composite: labels}), composite
