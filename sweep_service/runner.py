@@ -8,7 +8,10 @@ a remote cluster gets it too, whatever its size); the job runs
 ``python -m trainables.driver --resolved-spec spec.json --sweep-id ID --experiment
 dicesweep/OWNER`` (each owner's sweeps in the owner's MLflow experiment), which
 resumes from Tune's experiment state when it exists, so a resubmitted sweep
-continues where its dead driver stopped.
+continues where its dead driver stopped. With MLflow's access control on
+(``OwnerAccess``), the folder also holds ``mlflow_credentials`` (0600): the owner's
+MLflow user and password, which the driver's MLflow client signs in with
+(``MLFLOW_TRACKING_AUTH=dicesweep-file``); the job's environment names the file only.
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from search_spaces.lineage import EXPERIMENT
+from search_spaces.mlflow_credentials import CREDENTIALS_ENV, PROVIDER, write_credentials
+
+if TYPE_CHECKING:
+    from sweep_service.mlflow_access import OwnerAccess
 
 
 class JobState(enum.StrEnum):
@@ -61,6 +70,7 @@ class Runner(Protocol):
 
 
 SPEC_FILE = "spec.json"  # in the job's working folder
+CREDENTIALS_FILE = "mlflow_credentials"  # beside it, with MLflow's access control on
 
 
 def driver_entrypoint(sweep_id: str, experiment: str, python: str = "python") -> str:
@@ -72,13 +82,20 @@ def driver_entrypoint(sweep_id: str, experiment: str, python: str = "python") ->
 class RayJobRunner:
     """Submits drivers to the Ray Jobs API at ``address`` (``http://host:8265``)."""
 
-    def __init__(self, address: str, env_vars: Mapping[str, str], python: str = "python") -> None:
+    def __init__(
+        self,
+        address: str,
+        env_vars: Mapping[str, str],
+        python: str = "python",
+        access: OwnerAccess | None = None,
+    ) -> None:
         from ray.job_submission import JobSubmissionClient
 
         self._client = JobSubmissionClient(address)
         self._address = address
         self._env_vars = dict(env_vars)
         self._python = python
+        self._access = access  # None: the MLflow store has no access control
         self._nodes: tuple[float, list[dict[str, float]] | None] = (-NODES_TTL_S, None)
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
@@ -86,8 +103,9 @@ class RayJobRunner:
             return
         with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
             (Path(folder) / SPEC_FILE).write_text(json.dumps(dict(spec)))
+            env_vars = {**self._env_vars, **self._sign_in(Path(folder), experiment)}
             # The client uploads the folder to the cluster before this returns.
-            runtime_env = {"working_dir": folder, "env_vars": self._env_vars}
+            runtime_env = {"working_dir": folder, "env_vars": env_vars}
             try:
                 self._client.submit_job(
                     entrypoint=driver_entrypoint(sweep_id, experiment, self._python),
@@ -97,6 +115,20 @@ class RayJobRunner:
             except RuntimeError as error:  # a concurrent submit of the same job won the race
                 if "already exists" not in str(error):
                     raise
+
+    def _sign_in(self, folder: Path, experiment: str) -> dict[str, str]:
+        """The owner of ``experiment`` (``dicesweep/<owner>``) made an MLflow user with
+        MANAGE on it, its credentials written to ``folder``; the variables that point
+        the driver's MLflow client there. Nothing without access control.
+
+        Raises:
+            MlflowAccessError: the MLflow server refused (the reconciler tries again).
+        """
+        if self._access is None:
+            return {}
+        granted = self._access.ensure_owner(experiment.removeprefix(f"{EXPERIMENT}/"))
+        write_credentials(folder / CREDENTIALS_FILE, granted.username, granted.password)
+        return {"MLFLOW_TRACKING_AUTH": PROVIDER, CREDENTIALS_ENV: CREDENTIALS_FILE}
 
     def state(self, job: str) -> tuple[JobState, str]:
         try:

@@ -1,0 +1,175 @@
+"""Each owner an MLflow user with MANAGE on the owner's own experiment, and nothing else.
+
+An MLflow server running its basic-auth app (``mlflow server --app-name basic-auth``,
+``default_permission = NO_PERMISSIONS``) answers 401 without a user and 403 on any
+experiment the user holds no permission on. The service signs in as the server's
+admin (``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``, the password the server generated at
+its first start) and, for an owner, makes sure of three things over the server's
+REST API: the user named as the owner, the experiment ``dicesweep/<owner>`` (created
+by the admin, so no one else can take the name first), and that user's MANAGE on it.
+
+An owner's password is derived from the admin's (HMAC-SHA256 of the owner's name),
+so the service stores none and recomputes it for each sweep: the driver signs in
+with it (``runner.py`` sends it in a 0600 file), and ``dicesweep keys create`` shows
+it for the MLflow UI. Rotating the admin's password rotates every owner's.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from search_spaces.lineage import experiment_name
+from search_spaces.mlflow_credentials import (
+    read_private_text,
+    use_credentials_file,
+    write_credentials,
+)
+
+MANAGE = "MANAGE"
+PERMISSIONS = "/api/3.0/mlflow/users/permissions"  # MLflow 3's per-user grants
+
+
+class MlflowAccessError(RuntimeError):
+    """The MLflow server refused the admin, or an owner cannot be an MLflow user."""
+
+
+class MlflowAccessSettings(BaseSettings):
+    """``DICESWEEP_MLFLOW_ADMIN_USERNAME`` and ``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``:
+    the tracking server's admin; without the file, the service manages no MLflow users."""
+
+    model_config = SettingsConfigDict(env_prefix="DICESWEEP_MLFLOW_", extra="ignore")
+
+    admin_username: str = Field("admin", min_length=1)
+    admin_password_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class OwnerCredentials:
+    """An owner's MLflow user and password, and the experiment it manages."""
+
+    username: str
+    password: str
+    experiment_id: str
+
+
+class OwnerAccess:
+    """The admin's client of one basic-auth MLflow server (``tracking_uri``)."""
+
+    def __init__(self, tracking_uri: str, admin_username: str, admin_password: str) -> None:
+        self._admin = admin_username
+        self._secret = admin_password.encode()
+        self._http = httpx.Client(
+            base_url=tracking_uri.rstrip("/"), auth=(admin_username, admin_password), timeout=30
+        )
+
+    @classmethod
+    def from_settings(cls, tracking_uri: str) -> OwnerAccess | None:
+        """The access the environment configures, or None (no admin password file, or a
+        tracking store that is not an MLflow server).
+
+        Raises:
+            CredentialsFileError: the admin password file is missing or others may read it.
+        """
+        settings = MlflowAccessSettings()
+        if settings.admin_password_file is None:
+            return None
+        if not tracking_uri.startswith(("http://", "https://")):
+            return None
+        password = read_private_text(
+            settings.admin_password_file, "DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE"
+        )
+        return cls(tracking_uri, settings.admin_username, password)
+
+    def password(self, owner: str) -> str:
+        """The owner's MLflow password: 43 URL-safe characters derived from the admin's."""
+        digest = hmac.new(self._secret, f"dicesweep owner {owner}".encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
+
+    def ensure_owner(self, owner: str) -> OwnerCredentials:
+        """Make ``owner`` an MLflow user (its password the derived one) with MANAGE on
+        ``dicesweep/<owner>``, created when missing. Idempotent.
+
+        Raises:
+            MlflowAccessError: an owner named as the admin or holding ``:``; the server
+                refused a request (the message names it and its answer).
+        """
+        if owner == self._admin or ":" in owner:
+            raise MlflowAccessError(
+                f"owner {owner!r} cannot be an MLflow user: a user name is not the admin's "
+                "and holds no ':'"
+            )
+        password = self.password(owner)
+        user = {"username": owner, "password": password}
+        if self._call("GET", "/api/2.0/mlflow/users/get", params={"username": owner}) is None:
+            self._call("POST", "/api/2.0/mlflow/users/create", json=user)
+        else:  # kept in step with the admin's password
+            self._call("PATCH", "/api/2.0/mlflow/users/update-password", json=user)
+        experiment = self._experiment(experiment_name(owner))
+        self._grant_manage(owner, experiment)
+        return OwnerCredentials(owner, password, experiment)
+
+    def _grant_manage(self, username: str, experiment: str) -> None:
+        """``username``'s permission on ``experiment`` made MANAGE (a grant is refused
+        where one exists, so another level is revoked first)."""
+        resource = {"username": username, "resource_type": "experiment", "resource_id": experiment}
+        held = self._call("GET", f"{PERMISSIONS}/get", params=resource)
+        if held is not None and held.get("permission") == MANAGE:
+            return
+        try:
+            self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
+        except MlflowAccessError as error:
+            if "RESOURCE_ALREADY_EXISTS" not in str(error):
+                raise
+            self._call("POST", f"{PERMISSIONS}/revoke", json=resource)
+            self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
+
+    def _experiment(self, name: str) -> str:
+        """The id of experiment ``name``, created by the admin when missing."""
+        params = {"experiment_name": name}
+        found = self._call("GET", "/api/2.0/mlflow/experiments/get-by-name", params=params)
+        if found is not None:
+            return str(found["experiment"]["experiment_id"])
+        created = self._call("POST", "/api/2.0/mlflow/experiments/create", json={"name": name})
+        assert created is not None  # only a 404 answers None
+        return str(created["experiment_id"])
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any] | None:
+        """The JSON answer; None for a 404 (no such user or experiment).
+
+        Raises:
+            MlflowAccessError: any other answer than 2xx, or no answer.
+        """
+        try:
+            answer = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise MlflowAccessError(f"MLflow {method} {path}: {error}") from error
+        if answer.status_code == 404:
+            return None
+        if answer.status_code == 401:
+            raise MlflowAccessError(
+                f"MLflow refused the admin {self._admin!r} (401): check "
+                "DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE against the server's admin password"
+            )
+        if not answer.is_success:
+            raise MlflowAccessError(
+                f"MLflow {method} {path}: {answer.status_code} {answer.text[:300]}"
+            )
+        return dict(answer.json()) if answer.content else {}
+
+    def sign_in_as_admin(self, folder: Path) -> None:
+        """Make this process's own MLflow client (the service's reads of every owner's
+        runs) sign in as the admin, through a credentials file in ``folder`` (0600)."""
+        path = write_credentials(folder / "mlflow_admin", self._admin, self._secret.decode())
+        use_credentials_file(path)
+
+    def close(self) -> None:
+        self._http.close()

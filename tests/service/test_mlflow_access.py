@@ -1,0 +1,227 @@
+"""Owners isolated in MLflow itself: a real ``mlflow server --app-name basic-auth`` on
+a free loopback port with its own folder, its admin password generated at the first
+start; the service makes alice and bob users with MANAGE on their own experiments.
+alice's credential file reads and writes her runs and artifacts; bob's experiment,
+runs and artifacts answer her 403; a request with no credential answers 401."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from mlflow.tracking import MlflowClient
+
+from search_spaces.mlflow_credentials import (
+    CREDENTIALS_ENV,
+    CredentialsFileError,
+    use_credentials_file,
+    write_credentials,
+)
+from sweep_service.mlflow_access import MlflowAccessError, OwnerAccess, OwnerCredentials
+from sweep_service.mlflow_auth_server import ADMIN_USERNAME, AuthServerFiles, prepare_auth_server
+from tests.tcp_proxy import free_port
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AuthServerFiles]]:
+    """``mlflow server --app-name basic-auth`` on SQLite with proxied artifacts; yields
+    its address and its auth files."""
+    home = tmp_path_factory.mktemp("mlflow-auth")
+    files = prepare_auth_server(home / "auth")
+    port = free_port()
+    log = (home / "server.log").open("ab")
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth"),
+            *("--backend-store-uri", f"sqlite:///{home / 'mlflow.db'}"),
+            *("--artifacts-destination", str(home / "artifacts")),
+            *("--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
+        ],
+        env={**os.environ, **files.server_env()},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while not _answers(f"{url}/health"):
+            assert server.poll() is None, (home / "server.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the MLflow server did not start"
+            time.sleep(0.5)
+        yield url, files
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # its uvicorn takes long to stop on TERM
+        server.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def access(auth_server: tuple[str, AuthServerFiles]) -> OwnerAccess:
+    url, files = auth_server
+    password = files.admin_password_file.read_text().strip()
+    return OwnerAccess(url, ADMIN_USERNAME, password)
+
+
+@pytest.fixture(scope="module")
+def owners(access: OwnerAccess) -> dict[str, OwnerCredentials]:
+    return {name: access.ensure_owner(name) for name in ("alice", "bob")}
+
+
+@pytest.fixture(scope="module")
+def bob_run(auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials]) -> str:
+    """A run in bob's experiment, with an artifact, logged with bob's credential."""
+    url, _ = auth_server
+    bob = httpx.Client(base_url=url, auth=(owners["bob"].username, owners["bob"].password))
+    created = bob.post(
+        "/api/2.0/mlflow/runs/create", json={"experiment_id": owners["bob"].experiment_id}
+    )
+    assert created.status_code == 200, created.text
+    run_id = str(created.json()["run"]["info"]["run_id"])
+    stored = bob.put(
+        f"/api/2.0/mlflow-artifacts/artifacts/{owners['bob'].experiment_id}/{run_id}"
+        "/artifacts/spec.yaml",
+        content=b"name: bob's spec\n",
+    )
+    assert stored.status_code == 200, stored.text
+    return run_id
+
+
+def test_the_admin_password_is_generated_private_and_not_a_default(
+    auth_server: tuple[str, AuthServerFiles],
+) -> None:
+    _, files = auth_server
+    for path in (files.admin_password_file, files.config_file):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    password = files.admin_password_file.read_text().strip()
+    assert len(password) >= 40 and password != "password1234"
+    again = prepare_auth_server(files.folder)  # a restart keeps the password
+    assert again.admin_password_file.read_text().strip() == password
+
+
+def test_alice_reads_and_writes_her_runs_with_a_credential_file(
+    auth_server: tuple[str, AuthServerFiles],
+    owners: dict[str, OwnerCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, _ = auth_server
+    alice = owners["alice"]
+    credentials = write_credentials(tmp_path / "alice", alice.username, alice.password)
+    assert credentials.stat().st_mode & 0o777 == 0o600
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD", raising=False)
+    use_credentials_file(credentials)
+    try:
+        client = MlflowClient(url)
+        run = client.create_run(alice.experiment_id)
+        client.log_metric(run.info.run_id, "eval_f1", 0.5)
+        client.set_tag(run.info.run_id, "dicesweep.role", "sweep")
+        client.log_text(run.info.run_id, "name: alice's spec\n", "spec.yaml")
+        # The driver's first step on an experiment the admin made: tag it (MANAGE).
+        client.set_experiment_tag(alice.experiment_id, "mlflow.experimentKind", "x")
+        read = client.get_run(run.info.run_id)
+        assert read.data.metrics == {"eval_f1": 0.5}
+        assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["spec.yaml"]
+        names = [e.name for e in client.search_experiments()]
+        assert "dicesweep/alice" in names and "dicesweep/bob" not in names
+    finally:
+        os.environ.pop(CREDENTIALS_ENV, None)
+        os.environ.pop("MLFLOW_TRACKING_AUTH", None)
+
+
+def test_alice_gets_403_on_bob_s_experiment_runs_and_artifacts(
+    auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials], bob_run: str
+) -> None:
+    url, _ = auth_server
+    alice = httpx.Client(base_url=url, auth=(owners["alice"].username, owners["alice"].password))
+    bob_experiment = owners["bob"].experiment_id
+    refused = {
+        "experiment": alice.get(
+            "/api/2.0/mlflow/experiments/get", params={"experiment_id": bob_experiment}
+        ),
+        "experiment by name": alice.get(
+            "/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": "dicesweep/bob"},
+        ),
+        "run": alice.get("/api/2.0/mlflow/runs/get", params={"run_id": bob_run}),
+        "set a tag": alice.post(
+            "/api/2.0/mlflow/runs/set-tag", json={"run_id": bob_run, "key": "x", "value": "y"}
+        ),
+        "a run in it": alice.post(
+            "/api/2.0/mlflow/runs/create", json={"experiment_id": bob_experiment}
+        ),
+        "artifact list": alice.get("/api/2.0/mlflow/artifacts/list", params={"run_id": bob_run}),
+        "artifact (UI route)": alice.get(
+            "/get-artifact", params={"run_id": bob_run, "path": "spec.yaml"}
+        ),
+        "artifact (proxied)": alice.get(
+            f"/api/2.0/mlflow-artifacts/artifacts/{bob_experiment}/{bob_run}/artifacts/spec.yaml"
+        ),
+    }
+    assert {what: answer.status_code for what, answer in refused.items()} == dict.fromkeys(
+        refused, 403
+    )
+    # A search over bob's experiment is filtered to what she may read: nothing.
+    search = alice.post("/api/2.0/mlflow/runs/search", json={"experiment_ids": [bob_experiment]})
+    assert search.status_code == 200 and search.json().get("runs", []) == [], search.text
+    # What bob logged is untouched and his own credential still reads it.
+    bob = httpx.Client(base_url=url, auth=(owners["bob"].username, owners["bob"].password))
+    tags = bob.get("/api/2.0/mlflow/runs/get", params={"run_id": bob_run}).json()
+    assert "x" not in {t["key"] for t in tags["run"]["data"].get("tags", [])}
+    spec = bob.get("/get-artifact", params={"run_id": bob_run, "path": "spec.yaml"})
+    assert spec.status_code == 200 and spec.content == b"name: bob's spec\n"
+
+
+def test_a_request_without_a_credential_gets_401(
+    auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials], bob_run: str
+) -> None:
+    url, _ = auth_server
+    anonymous = httpx.Client(base_url=url)
+    answers = [
+        anonymous.get("/api/2.0/mlflow/experiments/search", params={"max_results": 10}),
+        anonymous.get("/api/2.0/mlflow/runs/get", params={"run_id": bob_run}),
+        anonymous.post(
+            "/api/2.0/mlflow/runs/set-tag", json={"run_id": bob_run, "key": "x", "value": "y"}
+        ),
+        anonymous.get("/get-artifact", params={"run_id": bob_run, "path": "spec.yaml"}),
+    ]
+    assert [answer.status_code for answer in answers] == [401] * len(answers)
+    wrong = httpx.Client(base_url=url, auth=("alice", "not-her-password"))
+    assert wrong.get("/api/2.0/mlflow/runs/get", params={"run_id": bob_run}).status_code == 401
+
+
+def test_provisioning_is_idempotent_and_refuses_what_cannot_be_a_user(
+    access: OwnerAccess, owners: dict[str, OwnerCredentials]
+) -> None:
+    assert access.ensure_owner("alice") == owners["alice"]
+    for name in (ADMIN_USERNAME, "a:b"):
+        with pytest.raises(MlflowAccessError, match="cannot be an MLflow user"):
+            access.ensure_owner(name)
+    wrong = OwnerAccess(access_url(access), ADMIN_USERNAME, "not-the-admin-password")
+    with pytest.raises(MlflowAccessError, match="refused the admin"):
+        wrong.ensure_owner("carol")
+
+
+def test_a_credential_file_others_may_read_is_refused(tmp_path: Path) -> None:
+    path = write_credentials(tmp_path / "c", "alice", "secret")
+    path.chmod(0o644)
+    with pytest.raises(CredentialsFileError, match="chmod 600"):
+        use_credentials_file(path)
+
+
+def access_url(access: OwnerAccess) -> str:
+    return str(access._http.base_url)
