@@ -30,6 +30,7 @@ from typing import Any
 from search_spaces.settings import check_private, forwarded_settings
 from search_spaces.versions import SUBMITTER_ENV, skew, stack_versions
 from sweep_service.local_head import HEAD_START_TIMEOUT_S, HF_TOKENS, local_ray_head
+from sweep_service.mlflow_access import OwnerAccess
 from sweep_service.settings import ServiceSettings
 
 log = logging.getLogger("dicesweep.serve")
@@ -156,6 +157,27 @@ def ray_jobs_address(settings: ServiceSettings) -> Iterator[str]:
         yield address
 
 
+def mlflow_access(settings: ServiceSettings) -> OwnerAccess | None:
+    """The admin's access to an MLflow server running its basic-auth app, the service's
+    own MLflow client signed in with it; None (said in the log when the tracking store
+    is a server) without ``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``.
+
+    Raises:
+        CredentialsFileError: the admin's password file is missing or others may read it.
+    """
+    store = str(settings.mlflow_tracking_uri)
+    access = OwnerAccess.from_settings(store)
+    if access is not None:
+        access.sign_in_as_admin(settings.home / "secrets")
+    elif store.startswith(("http://", "https://")):
+        log.warning(
+            "the MLflow server %s is used without DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE: owners "
+            "are not MLflow users and their experiments are not isolated (docs/mlflow.md)",
+            store,
+        )
+    return access
+
+
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """How uvicorn serves the API. Behind a TLS proxy, that proxy's X-Forwarded-Proto
     and X-Forwarded-For give the scheme (the sign-in cookie's ``Secure``) and the client
@@ -208,7 +230,8 @@ def serve(settings: ServiceSettings) -> None:
     with ray_jobs_address(settings) as address:
         # A cluster runs the driver with its image's interpreter; a local head with ours.
         python = "python" if settings.ray_jobs_url else sys.executable
-        runner = RayJobRunner(address, job_environment(settings), python=python)
+        access = mlflow_access(settings)
+        runner = RayJobRunner(address, job_environment(settings), python=python, access=access)
         for name, value in settings.mlflow_request_env().items():
             os.environ.setdefault(name, value)
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))
