@@ -27,6 +27,7 @@ from search_spaces.spec import (
     validate_spec,
 )
 from search_spaces.spec_file import SpecLoader
+from search_spaces.spec_width import check_width
 
 PRESETS_DIR = "presets"
 
@@ -151,6 +152,7 @@ def resolve_spec(
     """
     if not isinstance(data, Mapping):
         raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
+    check_width(data)  # before anything compares its keys with the valid ones
     check_text(data)  # before any message could quote it
     merged = apply_extends(data, shared_presets() if presets is None else presets)
     spec = validate_spec(merged, max_trials=max_trials)

@@ -181,13 +181,15 @@ def mlflow_access(settings: ServiceSettings) -> OwnerAccess | None:
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """How uvicorn serves the API. Behind a TLS proxy, that proxy's X-Forwarded-Proto
     and X-Forwarded-For give the scheme (the sign-in cookie's ``Secure``) and the client
-    (the failed sign-in limit), believed from ``trusted_proxies`` only."""
+    (the failed sign-in limit, counted per client as the proxy reports it), believed
+    from ``trusted_proxies`` only."""
     return {
         "host": settings.host,
         "port": settings.port,
         "log_level": "info",
         "access_log": settings.access_log,
-        "proxy_headers": True,
+        # No trusted proxy (the default): the headers are believed from no one.
+        "proxy_headers": bool(settings.trusted_proxies),
         "forwarded_allow_ips": settings.trusted_proxies,
     }
 

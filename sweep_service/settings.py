@@ -49,7 +49,9 @@ class ServiceSettings(DicesweepSettings):
     sign_in_window_s: float = Field(60.0, gt=0)
     # Proxies whose X-Forwarded-For/-Proto are believed (uvicorn's forwarded_allow_ips:
     # comma-separated addresses or networks, "*" for any): the TLS ingress in front.
-    trusted_proxies: str = "127.0.0.1"
+    # None by default: believed from anyone, the header names whatever client the
+    # sender likes, and each wrong key would count against another client.
+    trusted_proxies: str = ""
     # Where people reach the service (https://sweeps.example.org); an https one makes
     # the sign-in cookie Secure whatever scheme the last hop used.
     public_url: str | None = None

@@ -24,6 +24,7 @@ import pandas as pd
 
 from search_spaces.datasets import VARIANTS
 from search_spaces.reports.budget import budget_html, budget_lines, budget_markdown
+from search_spaces.reports.escapes import csv_text, markdown_text, one_line
 from search_spaces.reports.seeds import seed_phrase
 
 STATS = ("mean", "std", "count", "seeds", "delta")  # count: runs; seeds: distinct seeds
@@ -272,33 +273,21 @@ def to_markdown(table: pd.DataFrame) -> str:
     rows, columns, cells = cell_grid(table)
     shown = pd.DataFrame(
         [[_markdown_cell(cell) for cell in line] for line in cells],
-        index=[_markdown_text(row) for row in rows],
-        columns=[_markdown_text(column) for column in columns],
+        index=[markdown_text(row) for row in rows],
+        columns=[markdown_text(column) for column in columns],
     )
-    shown.index.name = _markdown_text(table.attrs["rows_key"])
+    shown.index.name = markdown_text(table.attrs["rows_key"])
     text = str(shown.reset_index().to_markdown(index=False)) + "\n\n" + legend(table)
     for line in notes(table):
-        text += ("\n" if line.startswith("- ") else "\n\n") + _markdown_text(line)
+        text += ("\n" if line.startswith("- ") else "\n\n") + markdown_text(line)
     return text + budget_markdown(table)
 
 
 def _markdown_cell(cell: Cell) -> str:
     if not cell.text:
         return ""
-    text = _markdown_text(cell.text)
+    text = markdown_text(cell.text)
     return (f"**{text}**" if cell.best else text) + cell.mark
-
-
-def one_line(text: Any) -> str:
-    """``text`` on one line: every line break and control character a space (a name or
-    a failure's reason must not start a line of its own in any export)."""
-    return "".join(char if char.isprintable() else " " for char in str(text))
-
-
-def _markdown_text(text: Any) -> str:
-    """One line, a table cell's ``|`` escaped and no raw HTML (renderers show it)."""
-    escaped = one_line(text).replace("\\", "\\\\").replace("|", "\\|")
-    return escaped.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _failed_label(entry: Mapping[str, Any]) -> str:
@@ -306,10 +295,6 @@ def _failed_label(entry: Mapping[str, Any]) -> str:
     table, whose trials carry their sweep."""
     label = f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
     return f"{label} in sweep {entry['sweep']}" if entry.get("sweep") else label
-
-
-# A spreadsheet runs a cell that starts with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def to_csv(table: pd.DataFrame) -> str:
@@ -321,14 +306,8 @@ def to_csv(table: pd.DataFrame) -> str:
     keys = zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True)
     frame["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
     for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
-        frame[key] = frame[key].map(_csv_text)
+        frame[key] = frame[key].map(csv_text)
     return str(frame.to_csv(index=False))
-
-
-def _csv_text(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return f"'{value}"
-    return value
 
 
 def to_json(table: pd.DataFrame) -> str:

@@ -44,14 +44,28 @@ def to_png(
     Raises:
         ValueError: an unknown ``kind``.
     """
-    # Agg through the Figure API: no pyplot, so no process-wide backend or state.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    import matplotlib
 
     plots = {"heatmap": _draw_heatmap, "line": _draw_lines}
     kind = kind or plot_kind(table)
     if kind not in plots:
         raise ValueError(f"unknown plot kind {kind!r}; valid: {', '.join(plots)}")
+    # Names are text: a data set named "$\\undefinedmacro{x}$" is drawn as written,
+    # never parsed as mathtext (which refuses it and failed the whole report). Ticks
+    # are made as the figure is saved, so the whole drawing runs under the setting.
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        png = _draw(table, plots[kind], kind)
+    if path is not None:
+        Path(path).write_bytes(png)
+    return png
+
+
+def _draw(table: pd.DataFrame, plot: Any, kind: Literal["heatmap", "line"]) -> bytes:
+    """``table`` drawn by ``plot`` on Agg, its budget curves below; the PNG's bytes."""
+    # Agg through the Figure API: no pyplot, so no process-wide backend or state.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     width, height = _figure_size(table, kind)
     if budget_frame(table).empty:
         figure = Figure(figsize=(width, height), layout="constrained")
@@ -61,14 +75,11 @@ def to_png(
         axes, below = figure.subplots(2, 1, height_ratios=[height, BUDGET_INCHES])
         draw_budget_curves(below, table)
     FigureCanvasAgg(figure)
-    plots[kind](axes, table)
+    plot(axes, table)
     axes.set_title(plot_title(table), fontsize=10)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120)
-    png = buffer.getvalue()
-    if path is not None:
-        Path(path).write_bytes(png)
-    return png
+    return buffer.getvalue()
 
 
 LABEL_CHARS = 30  # a heatmap's row label is wrapped after its parameters at this width

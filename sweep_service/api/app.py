@@ -14,9 +14,10 @@ from sweep_service.api.auth import OwnerCache
 from sweep_service.api.deps import Services
 from sweep_service.api.errors import install_error_handlers
 from sweep_service.api.grid import PngRenderer
-from sweep_service.api.hardening import FailureLimit, SecurityHeaders
+from sweep_service.api.hardening import FailureLimit, InternalErrors, SecurityHeaders
 from sweep_service.api.limits import BodySizeLimit
 from sweep_service.api.main import ROUTERS, route_templates
+from sweep_service.api.methods import RouteMethods
 from sweep_service.api.metrics import ApiMetrics, MetricsMiddleware
 from sweep_service.runner import Runner
 from sweep_service.settings import ServiceSettings
@@ -71,7 +72,9 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_exception_handler(SignInRequired, to_sign_in)
-    # The last added runs first: metrics see every answer, 413s included.
+    # The last added runs first: metrics see every answer, 413s and 500s included.
+    app.add_middleware(RouteMethods, routes=app.router.routes)  # the list routers join
+    app.add_middleware(InternalErrors)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics, templates=route_templates())
     app.add_middleware(SecurityHeaders)

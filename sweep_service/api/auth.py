@@ -136,24 +136,28 @@ def request_owner(
 
 
 def checked_key(session: Session, key: str, client: str, failures: FailureLimit | None) -> ApiKey:
-    """The stored key ``key`` is, unless ``client`` sent too many wrong ones lately.
+    """The stored key ``key`` is. A right key is always accepted: a client held off
+    (behind a shared address) is never locked out of its own account; a wrong one from
+    a client that sent too many lately is refused as such.
 
     Raises:
         AuthenticationError: a wrong, unknown or revoked key (counted against ``client``).
-        ApiError: ``too_many_failures``, with the seconds to wait.
+        ApiError: ``too_many_failures``, with the seconds to wait, for a wrong key from a
+            client held off.
     """
-    wait = None if failures is None else failures.retry_after(client)
-    if wait is not None:
-        raise ApiError(
-            "too_many_failures",
-            f"too many wrong API keys from this client; retry in {math.ceil(wait)} s",
-        )
     try:
         return authenticate(session, key)
     except AuthenticationError:
-        if failures is not None:
+        if failures is None:
+            raise
+        wait = failures.retry_after(client)
+        if wait is None:
             failures.failed(client)
-        raise
+            raise
+        raise ApiError(
+            "too_many_failures",
+            f"too many wrong API keys from this client; retry in {math.ceil(wait)} s",
+        ) from None
 
 
 def local_owner(session: Session) -> Owner:

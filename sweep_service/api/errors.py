@@ -54,6 +54,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "runner_unavailable": 503,  # the cluster did not take a stop request
     "tracking_unavailable": 503,  # MLflow did not answer
     "store_unavailable": 503,
+    "internal_error": 500,  # a failure of the service itself, logged
 }
 
 CODE_BY_EXCEPTION: Final[tuple[tuple[type[Exception], str], ...]] = (
@@ -132,11 +133,37 @@ def _bounded(message: str) -> str:
     return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message)} characters)"
 
 
-def issue_details(issues: Sequence[SpecIssue]) -> list[dict[str, Any]]:
-    """Each issue as ``{"loc", "msg", "type"}``, the shape of FastAPI's own 422s."""
+MAX_ISSUES = 20  # reported of one refusal; the rest are counted
+MAX_LOC_CHARS = 100  # of one part of a field's location (a key may be any length)
+
+
+def _bounded_loc(loc: Sequence[Any]) -> list[str | int]:
+    """``loc`` with each name cut to ``MAX_LOC_CHARS``: an unknown key is named by it."""
     return [
-        {"loc": spec_loc(i.path), "msg": _bounded(i.message), "type": "spec_rule"} for i in issues
+        part
+        if isinstance(part, int) or len(str(part)) <= MAX_LOC_CHARS
+        else f"{str(part)[:MAX_LOC_CHARS]}... ({len(str(part))} characters)"
+        for part in loc
     ]
+
+
+def _with_count(shown: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
+    """``shown`` (the first issues), then one saying how many more of ``total`` there
+    are: an error body stays a few KB however broken the request."""
+    if total <= len(shown):
+        return shown
+    rest = total - len(shown)
+    return [*shown, {"loc": ["body"], "msg": f"and {rest} more problems", "type": "more_issues"}]
+
+
+def issue_details(issues: Sequence[SpecIssue]) -> list[dict[str, Any]]:
+    """The first ``MAX_ISSUES`` issues as ``{"loc", "msg", "type"}``, the shape of
+    FastAPI's own 422s, and a count of the rest."""
+    shown = [
+        {"loc": _bounded_loc(spec_loc(i.path)), "msg": _bounded(i.message), "type": "spec_rule"}
+        for i in issues[:MAX_ISSUES]
+    ]
+    return _with_count(shown, len(issues))
 
 
 def error_response(
@@ -178,11 +205,12 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
     if isinstance(error, ApiError):
         return error_response(error.code, error.body, error.headers)
     if isinstance(error, RequestValidationError):
+        errors = error.errors()
         details = [
-            {"loc": list(item["loc"]), "msg": _bounded(item["msg"]), "type": item["type"]}
-            for item in error.errors()
+            {"loc": _bounded_loc(item["loc"]), "msg": _bounded(item["msg"]), "type": item["type"]}
+            for item in errors[:MAX_ISSUES]
         ]
-        return error_response("invalid_request", details)
+        return error_response("invalid_request", _with_count(details, len(errors)))
     if isinstance(error, StarletteHTTPException) and error.status_code == 400:
         return error_response("unreadable_body", _unreadable(error.__cause__))
     if isinstance(error, StarletteHTTPException):  # the framework's: unknown path, method

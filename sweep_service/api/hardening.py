@@ -10,6 +10,7 @@ the offline Swagger UI and ReDoc pages run FastAPI's inline bootstrap and styles
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +19,10 @@ from urllib.parse import urlsplit
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sweep_service.api.errors import error_response
+
+log = logging.getLogger(__name__)
 
 PAGE_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; "
@@ -58,6 +63,36 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class InternalErrors:
+    """Answers an exception no handler took with the one error body (500
+    ``internal_error``, the exception logged, nothing of it quoted) inside the other
+    middleware, so the answer still carries the security headers and is counted
+    (ASGI middleware; Starlette's own 500 is plain text, outside every middleware)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception:
+            if started:  # too late for another answer: the server closes the connection
+                raise
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            detail = "the service failed to answer this request; it has been logged"
+            await error_response("internal_error", detail)(scope, receive, send)
 
 
 def same_origin(request: Request) -> bool:

@@ -149,6 +149,9 @@ def _order_key(row: dict[str, Any]) -> tuple[str, str, str, int, str]:
     )
 
 
+TRIAL_KEY_TYPES = (str, str, str, int, str)  # _order_key's parts
+
+
 def encode_trial_token(key: tuple[str, str, str, int, str]) -> str:
     """The token of the page after the trial with order ``key`` (URL-safe base64 JSON)."""
     return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
@@ -160,14 +163,21 @@ def decode_trial_token(token: str) -> tuple[str, str, str, int, str]:
     Raises:
         ApiError: ``invalid_argument``: not a token ``encode_trial_token`` made.
     """
+    refused = ApiError("invalid_argument", "page_token: not a token from an earlier page")
     try:
-        loss, dataset, variant, seed, run_id = json.loads(
-            base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        )
-        return str(loss), str(dataset), str(variant), int(seed), str(run_id)
-    except (ValueError, TypeError) as error:
-        refused = "page_token: not a token from an earlier page"
-        raise ApiError("invalid_argument", refused) from error
+        key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except ValueError as error:
+        raise refused from error
+    # The documented shape only: four strings and an integer seed (JSON also reads
+    # 1e999 as infinity, which no integer holds).
+    if not (
+        isinstance(key, list)
+        and len(key) == len(TRIAL_KEY_TYPES)
+        and all(type(part) is kind for part, kind in zip(key, TRIAL_KEY_TYPES, strict=True))
+    ):
+        raise refused
+    loss, dataset, variant, seed, run_id = key
+    return loss, dataset, variant, seed, run_id
 
 
 def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPublic:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
@@ -84,9 +84,14 @@ def decode_page_token(token: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         created, sweep_id = json.loads(raw)
-        created_at = datetime.fromisoformat(created)
-    except (ValueError, TypeError) as error:
+        # In UTC, as stored: a time at the edge of the calendar (year 1 at +14:00)
+        # overflows here rather than in the store's driver.
+        parsed = datetime.fromisoformat(created)
+        if parsed.tzinfo is None:
+            raise refused
+        created_at = parsed.astimezone(UTC)
+    except (ValueError, TypeError, OverflowError) as error:
         raise refused from error
-    if not isinstance(sweep_id, str) or created_at.tzinfo is None:
+    if not isinstance(sweep_id, str) or "\x00" in sweep_id:  # PostgreSQL refuses a NUL
         raise refused
     return created_at, sweep_id

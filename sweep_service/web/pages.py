@@ -173,7 +173,7 @@ def sign_in(
 ) -> Response:
     """Check the key; keep it in the cookie and go on to ``next`` (a path here). A post
     from another site's page is refused (it would sign the browser in to its key), and
-    so is a client that sent too many wrong keys lately."""
+    a wrong key from a client that sent too many lately is held off (429)."""
     if not same_origin(request):
         context = {"next": "/", "error": "Sign in from this service's own page."}
         return _render(request, "login.html", context, status.HTTP_403_FORBIDDEN)

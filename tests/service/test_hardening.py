@@ -117,12 +117,16 @@ def test_a_client_sending_wrong_keys_is_held_off(
     key = create_api_key(session, alice.id).plain_key
     for _ in range(3):
         assert api.client.post("/login", data={"key": "ds_wrong"}).status_code == 401
-    held = api.client.post("/login", data={"key": key}, follow_redirects=False)
-    assert held.status_code == 429, held.text  # even the right key, until the window ends
+    held = api.client.post("/login", data={"key": "ds_wrong"}, follow_redirects=False)
+    assert held.status_code == 429, held.text  # every wrong key, until the window ends
     assert "set-cookie" not in held.headers
-    refused = api.client.get("/v1/sweeps", headers=bearer(key))
+    refused = api.client.get("/v1/sweeps", headers=bearer("ds_wrong"))
     assert refused.status_code == 429
     assert refused.json()["code"] == "too_many_failures"
+    # A lock-out never shuts the owner out: the right key is accepted.
+    assert api.client.get("/v1/sweeps", headers=bearer(key)).status_code == 200
+    own = api.client.post("/login", data={"key": key}, follow_redirects=False)
+    assert own.status_code == 303 and "dicesweep_key=" in own.headers["set-cookie"]
 
 
 def test_the_cookie_is_secure_behind_a_trusted_tls_proxy(
