@@ -265,9 +265,9 @@ class TrialConfig(Section):
     The sweep's driver logs what the trial reports (``trainables.driver.tracking``).
 
     ``stage`` is ``final`` for every trial of a sweep without ``tune``. With ``tune``
-    (``search_spaces.tuning``), ``holdout`` is the share of the training file held
-    out, chosen by ``holdout_seed``: a ``tune`` trial trains on the rest and is scored
-    on it, a ``final`` trial trains on the same rest and is scored on the dev set;
+    (``search_spaces.tuning``), ``holdout`` is the share of the training file a ``tune``
+    trial holds out, chosen by ``holdout_seed``: it trains on the rest and is scored on
+    it; a ``final`` trial trains on the whole training file and is scored on dev;
     ``tuned`` names the ``training`` settings stage 1 chose.
     """
 

@@ -269,13 +269,15 @@ def stage_param_space(
     ``tune``: every loss × every stage-1 setting (``stage_one_settings``), seed
     ``seeds[0]``. ``final``: every loss that has ``chosen`` settings (``{loss_key:
     {setting: value}}``, from ``search_spaces.tuning.choose_settings``) × every seed,
-    its ``training`` at those settings.
+    its ``training`` at those settings, on the whole training file (no ``holdout``).
     """
     if spec.tune is None:
         raise ValueError("a spec without tune has one stage: use to_param_space")
     space = to_param_space(spec, sweep_id=sweep_id)
     tuned = list(spec.tune.settings())
-    space.update(stage=stage, holdout=spec.tune.holdout, holdout_seed=spec.seeds[0], tuned=tuned)
+    # Only stage 1 holds the tuning split out: stage 2 trains on the whole training file.
+    holdout = spec.tune.holdout if stage == "tune" else None
+    space.update(stage=stage, holdout=holdout, holdout_seed=spec.seeds[0], tuned=tuned)
     if stage == "tune":
         settings = stage_one_settings(spec.tune, spec.seeds[0])
         space["seed"] = spec.seeds[0]

@@ -16,8 +16,9 @@ the same budget, before it compares the losses::
   budget, else draws at random (seeded by ``seeds[0]``), so the budget curves can
   tell the two apart (``tune_method``).
 - **Stage 2 (``final``)**: every seed of every loss trains at that loss's best stage-1
-  settings (``choose_settings``), on the same remainder of the training file, and
-  is reported on the dev set.
+  settings (``choose_settings``: never a constant trial's, unless all of the loss's
+  are), on the whole training file (the tuning split only selects), and is reported
+  on the dev set.
 
 The split is fixed by ``seeds[0]`` and stratified by class for binary sets
 (``trainables.trial_data``). Nothing here imports Ray.
@@ -35,6 +36,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from search_spaces.errors import rule_error
+from search_spaces.flags import degenerate_reason
 from search_spaces.loss_entries import (
     Choice,
     LogUniform,
@@ -151,21 +153,26 @@ def choose_settings(
 
     ``results`` are ``(trial config, last metrics or None for a failed trial)`` in any
     order; ``settings`` are stage 1's (``stage_one_settings``). A loss's best is its
-    trial with the highest ``metric``; on a tie, the setting listed first. A loss whose
-    every trial failed or reported no ``metric`` has no entry.
+    trial with the highest ``metric`` among those that are not constant
+    (``flags.degenerate_reason``: one prediction for ≥ 99% of the tuning split); where
+    every trial of the loss is constant, the best of them (``flags.constant_choices``
+    names such losses from the trial rows). On a tie, the setting listed first. A loss
+    whose every trial failed or reported no ``metric`` has no entry.
     """
     names = list(settings[0]) if settings else []
     rank: dict[str, int] = {}
     for index, setting in enumerate(settings):
         rank.setdefault(json.dumps(setting, sort_keys=True), index)
-    best: dict[str, tuple[float, int, dict[str, Any]]] = {}
+    best: dict[str, tuple[bool, float, int, dict[str, Any]]] = {}
     for config, metrics in results:
         value = None if metrics is None else metrics.get(metric)
-        if value is None or math.isnan(float(value)):
+        if metrics is None or value is None or math.isnan(float(value)):
             continue
         setting = {name: config["training"][name] for name in names}
-        candidate = (float(value), -rank.get(json.dumps(setting, sort_keys=True), len(rank)))
+        order = -rank.get(json.dumps(setting, sort_keys=True), len(rank))
+        # A trial that learned something beats every constant one, whatever it scored.
+        candidate = (degenerate_reason(metrics) is None, float(value), order)
         key = loss_key(config["loss"])
-        if key not in best or candidate > best[key][:2]:
+        if key not in best or candidate > best[key][:3]:
             best[key] = (*candidate, setting)
-    return {key: setting for key, (_, _, setting) in best.items()}
+    return {key: setting for key, (*_, setting) in best.items()}

@@ -132,8 +132,11 @@ def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
         shown = f"; {NO_TRIAL_LEARNED}" if final["trials"]["done"] else ""
     print(f"sweep {final['id']}: {final['status']}{shown}")
     chosen = (final.get("tuning") or {}).get("chosen") or {}
+    constant = (final.get("tuning") or {}).get("constant") or []
     for label, settings in chosen.items():
-        print(f"  {label}: " + ", ".join(f"{name}={value:g}" for name, value in settings.items()))
+        shown = ", ".join(f"{name}={value:g}" for name, value in settings.items())
+        flag = " (every stage-1 trial constant: the best of them)" if label in constant else ""
+        print(f"  {label}: {shown}{flag}")
     if final.get("message") and final["status"] != "succeeded":
         print(final["message"], file=sys.stderr)
     return 0 if final["status"] == "succeeded" else 1

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from search_spaces.flags import constant_choices
 from search_spaces.lineage import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.reports import degenerate_reason, final_rows
 from search_spaces.reports.tables import tuned_settings
@@ -63,12 +64,18 @@ def read_progress(
 
 def tuning_state(rows: pd.DataFrame) -> dict[str, Any] | None:
     """A two-stage sweep's ``{"stage": "tune" | "final", "chosen": {loss label:
-    {setting: value}}}`` as its trial runs show it (``chosen`` is filled once stage 2
-    has started); None for a sweep without ``tune`` (or before its first trial run)."""
+    {setting: value}}, "constant": [loss label]}`` as its trial runs show it (``chosen``
+    is filled once stage 2 has started; ``constant`` names the losses whose every
+    stage-1 trial is constant, chosen among them: ``flags.constant_choices``); None
+    for a sweep without ``tune`` (or before its first trial run)."""
     if "stage" not in rows or not any(c.startswith("tuned_") for c in rows.columns):
         return None
     final = rows[rows["stage"] == "final"]
-    return {"stage": "final" if len(final) else "tune", "chosen": tuned_settings(final)}
+    return {
+        "stage": "final" if len(final) else "tune",
+        "chosen": tuned_settings(final),
+        "constant": constant_choices(rows.to_dict("records"), BEST_BY) if len(final) else [],
+    }
 
 
 def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:

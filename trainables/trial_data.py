@@ -8,10 +8,11 @@ length, stride, holdout, stage) reads the same pickled features from ``cache_dir
 the first one writes them under a file lock, atomically, so concurrent trials never
 read a half-written file.
 
-A two-stage sweep (``search_spaces.tuning``) holds out a share of the training file
-(``holdout_split``) before anything else is done to it: a ``tune`` trial trains on
-the rest and is scored on the held-out split, a ``final`` trial trains on the same
-rest and is scored on the dev set.
+A two-stage sweep's stage 1 (``search_spaces.tuning``) holds out a share of the
+training file (``holdout_split``) before anything else is done to it: a ``tune``
+trial trains on the rest and is scored on the held-out split. The split only selects:
+a ``final`` trial trains on the whole training file, whatever its ``holdout``, and is
+scored on the dev set.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class DataRequest:
     # The scored class of a binary set; the variants follow it. None: the training
     # file's minority (``resolve_scored_class`` sets it before the cache key is made).
     positive_label: int | None = None
-    holdout: float | None = None  # share of the training file held out; None: none
+    holdout: float | None = None  # share of the training file held out (tune only); None: none
     holdout_seed: int = 0
     stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
 
@@ -149,12 +150,14 @@ def _texts(examples: Sequence[Any]) -> list[str]:
 
 def read_examples(request: DataRequest, datasets_dir: Path) -> tuple[list[Any], list[Any]]:
     """The training examples (the variant built, then capped) and the evaluation ones
-    (capped) a trial of ``request`` trains and is scored on, before tokenising.
+    (capped) a trial of ``request`` trains and is scored on, before tokenising: a
+    ``tune`` trial's without its tuning split and scored on it, a ``final`` trial's
+    the whole training file, scored on dev.
     The variants turn around ``request.positive_label`` (None: the file's minority)."""
     info = request.dataset
     train = load_split(info, "train", datasets_dir)
     held_out: list[Any] = []
-    if request.holdout is not None:
+    if request.holdout is not None and request.stage == "tune":
         # Before the variant and the cap: the tuning split is drawn from the training
         # file as it is, and nothing of it reaches a trial's training data.
         train, held_out = holdout_split(train, request.holdout, request.holdout_seed)

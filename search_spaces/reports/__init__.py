@@ -9,12 +9,13 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
 ``to_png`` render it. ``paper_table`` does all of that in the paper's layout, with
-the degenerate trials (``degenerate_reason``: near-constant predictions, or no better
-than the data set's no-skill rule) marked in their cells. ``with_budget_curves``
-attaches the budget curves of a two-stage sweep's stage 1 (``budget``), which the
-renderers show under the table.
+its trials' two marks (``search_spaces.flags``: constant predictions, left out of the
+statistics; below the data set's no-skill rule, kept in them) in their cells.
+``with_budget_curves`` attaches the budget curves of a two-stage sweep's stage 1
+(``budget``), which the renderers show under the table.
 """
 
+from search_spaces.flags import below_no_skill_reason, degenerate_reason
 from search_spaces.reports.budget import (
     budget_curves,
     expected_best,
@@ -34,7 +35,6 @@ from search_spaces.reports.formats import (
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
-    degenerate_reason,
     failed_trials,
     final_rows,
     infer_layout,
@@ -51,6 +51,7 @@ __all__ = [
     "MARKS",
     "METRICS",
     "STATS",
+    "below_no_skill_reason",
     "budget_curves",
     "degenerate_reason",
     "expected_best",

@@ -28,6 +28,8 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.flags import constant_choices
+
 TUNE_STAGE = "tune"  # the rows of stage 1 (the two-stage sweep's row column ``stage``)
 CURVE_COLUMNS = ("curve", "trials", "mean", "std")
 TIE = 1e-9  # expected bests closer than this are even: neither is ahead
@@ -158,8 +160,13 @@ def with_budget_curves(
     metric (``attrs["budget"]``: ``metric``, ``random_sampling``, ``curves`` as
     records, ``reading``), which the renderers show; unchanged without stage-1 rows.
     ``random_sampling``: whether stage 1 drew at random (``stage_one_is_random``), or
-    None where the caller cannot tell (the renderers then state the assumption)."""
+    None where the caller cannot tell (the renderers then state the assumption). The
+    losses stage 1 chose among constant trials only are in ``attrs["tuned_constant"]``
+    (``flags.constant_choices``), which the tuned settings' note names."""
     metric = str(table.attrs["metric"])
+    constant = constant_choices(rows.to_dict("records"), metric)
+    if constant:
+        table.attrs["tuned_constant"] = constant
     curves = budget_curves(rows, metric)
     if curves.empty:
         return table

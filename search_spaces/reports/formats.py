@@ -3,10 +3,11 @@
 Markdown, CSV, LaTeX (booktabs, in a ``table`` with caption and label), HTML and
 JSON; PNG is in ``plots``. A cell reads ``85.21 ± 0.40 (+1.02)†``: mean ± std over
 seeds (delta of the mean against the baseline row), and a mark where the paired
-test against the baseline says the difference is significant (``MARKS``). A cell
-holding degenerate trials (``tables.degenerate_reason``) keeps its mean and says how
-many of its seeds are (``[1/3 degenerate]``). The best mean of each column among the
-cells without degenerate trials is bold; the baseline row has no delta.
+test against the baseline says the difference is significant (``MARKS``). A cell says
+how many of its trials are constant (``search_spaces.flags``; out of its statistics)
+and how many below no-skill (in them): ``[1/3 constant]``, ``[1/3 below no-skill]``.
+The best mean of each column among the cells without constant trials is bold; the
+baseline row has no delta.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import pandas as pd
 from search_spaces.datasets import VARIANTS
 from search_spaces.reports.budget import budget_html, budget_lines, budget_markdown
 from search_spaces.reports.escapes import csv_text, markdown_text, one_line
+from search_spaces.reports.notes import mark_lines, marks_html, tuned_text
+from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
 
 STATS = ("mean", "std", "count", "seeds", "delta")  # count: runs; seeds: distinct seeds
@@ -86,7 +89,7 @@ def mark(p_value: float | None) -> str:
 def _best_rows(table: pd.DataFrame) -> dict[Any, set[Any]]:
     """The rows with the best mean in each column, as shown (2 decimals; ties all): the
     highest, or the lowest where lower is better (``LOWER_IS_BETTER``); none where every
-    row ties; a cell holding a degenerate trial is never the best."""
+    row ties; a cell holding a constant trial is never the best."""
     means = table.xs("mean", axis=1, level="stat").astype(float)
     filled = means.count()  # cells with a mean, per column: a tie of them all is no best
     for row, column in table.attrs.get("degenerate_cells") or {}:
@@ -105,6 +108,7 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     best = _best_rows(table)
     p_values = table.attrs.get("significance") or {}
     degenerate = table.attrs.get("degenerate_cells") or {}
+    below = table.attrs.get("below_no_skill_cells") or {}
     cells = [
         [
             Cell(
@@ -116,6 +120,7 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
                     ),
                     degenerate.get((row, col), 0),
                     table.at[row, (col, "count")],
+                    below.get((row, col), 0),
                 ),
                 best=row in best.get(col, set()),
                 mark=mark(p_values.get((row, col))),
@@ -127,11 +132,13 @@ def cell_grid(table: pd.DataFrame) -> tuple[list[str], list[str], list[list[Cell
     return [format_value(r) for r in table.index], [format_value(c) for c in columns], cells
 
 
-def with_degenerate(text: str, count: int, seeds: Any) -> str:
-    """A cell's text with how many of its ``seeds`` are degenerate (in its mean)."""
-    if not count:
-        return text
-    return f"{text} [{count}/{_count(seeds)} degenerate]".strip()
+def with_degenerate(text: str, count: int, seeds: Any, below: int = 0) -> str:
+    """A cell's text with how many of its trials are constant (``count``, out of its
+    ``seeds`` statistics) and how many below no-skill (``below``, in them)."""
+    total = int(_count(seeds)) + count
+    marks = ((count, "constant"), (below, "below no-skill"))
+    shown = "; ".join(f"{n}/{total} {name}" for n, name in marks if n)
+    return f"{text} [{shown}]".strip() if shown else text
 
 
 # The no-skill rule of each task kind, as the trainable scores it on the dev set.
@@ -178,56 +185,21 @@ def tuned_line(table: pd.DataFrame) -> str | None:
     tuned = table.attrs.get("tuned") or {}
     if not tuned:
         return None
-    shown = "; ".join(
-        f"{label}: "
-        + ", ".join(f"{name}={format_value(value)}" for name, value in settings.items())
-        for label, settings in tuned.items()
-    )
-    return f"Tuned per loss (stage 1, chosen on the tuning split): {shown}."
-
-
-def resolvable_line(table: pd.DataFrame) -> str | None:
-    """The smallest Δ each paired test can resolve at its seeds' spread, in a sentence,
-    or None without tests (``tables.resolvable_difference``)."""
-    found = {
-        key: value
-        for key, value in (table.attrs.get("resolvable") or {}).items()
-        if not math.isnan(value)
-    }
-    if not found:
-        return None
-    several = len({column for _, column in found}) > 1
-    shown = "; ".join(
-        f"{row} ({column}) {value:.2f}" if several else f"{row} {value:.2f}"
-        for (row, column), value in found.items()
-    )
-    return (
-        "Smallest Δ these seeds resolve (paired t-test at 5% with 80% power, from the"
-        f" spread of the per-seed differences; a smaller Δ is evidence neither way): {shown}."
-    )
+    return tuned_text(tuned, table.attrs.get("tuned_constant") or [], format_value)
 
 
 def notes(table: pd.DataFrame) -> list[str]:
     """The lines under a table beyond its legend: each loss's tuned settings, the
     optimiser steps, the no-skill baselines, the smallest Δ the tests resolve, the
-    degenerate trials (in the means, left
-    out of the tests) and the failed ones."""
+    marked trials (constant, below no-skill: ``notes.mark_lines``) and the failed ones."""
     found = (tuned_line(table), steps_line(table), baseline_line(table), resolvable_line(table))
     lines = [line for line in found if line]
-    degenerate = table.attrs.get("degenerate") or []
-    if degenerate:
-        lines.append(DEGENERATE_HEADING)
-        lines += [f"- {_failed_label(e)}: {e['value']:.2f}, {e['reason']}" for e in degenerate]
+    lines += mark_lines(table, _failed_label)
     failed = table.attrs.get("failed") or []
     if failed:
         lines.append("Failed trials (not in the table):")
         lines += [f"- {_failed_label(entry)}: {entry['reason']}" for entry in failed]
     return lines
-
-
-DEGENERATE_HEADING = (
-    "Degenerate trials (in their cells' means, marked, never bold; left out of the tests):"
-)
 
 
 def _cells(table: pd.DataFrame) -> pd.DataFrame:
@@ -245,7 +217,7 @@ def legend(table: pd.DataFrame) -> str:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
     if attrs.get("degenerate_cells"):
-        text += " among the cells without degenerate trials"
+        text += " among the cells without constant trials"
     if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
         text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
     return text + "."
@@ -299,12 +271,14 @@ def _failed_label(entry: Mapping[str, Any]) -> str:
 
 def to_csv(table: pd.DataFrame) -> str:
     """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta and
-    ``degenerate`` (how many of the cell's seeds are, all in its mean). A text cell a
-    spreadsheet would run as a formula starts with ``'`` (OWASP's guard)."""
+    ``degenerate`` and ``below_no_skill`` (how many of the cell's trials are constant,
+    out of its mean, and below no-skill, in it). A text cell a spreadsheet would run as
+    a formula starts with ``'`` (OWASP's guard)."""
     frame = long_form(table)
-    degenerate = table.attrs.get("degenerate_cells") or {}
-    keys = zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True)
-    frame["degenerate"] = [int(degenerate.get(key, 0)) for key in keys]
+    keys = list(zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True))
+    for name in ("degenerate", "below_no_skill"):
+        counts = table.attrs.get(f"{name}_cells") or {}
+        frame[name] = [int(counts.get(key, 0)) for key in keys]
     for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
         frame[key] = frame[key].map(csv_text)
     return str(frame.to_csv(index=False))
@@ -314,12 +288,15 @@ def to_json(table: pd.DataFrame) -> str:
     """JSON: ``metric``, ``rows_key``, ``cols_key``, ``baseline``, ``title``,
     ``datasets``, ``rows``, ``columns`` and ``cells`` (one object per cell: row,
     column, ``STATS``, the paired test's ``p_value`` and the smallest difference it
-    resolves, ``resolvable``, where there is one; NaN as null); ``failed`` lists the
-    failed trials."""
+    resolves, ``resolvable``, with its 95% range, ``resolvable_range``, where there is
+    one; NaN as null; how many of its trials are constant, ``degenerate``, and below
+    no-skill, ``below_no_skill``); ``failed`` lists the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("significance") or {}
     resolvable = attrs.get("resolvable") or {}
+    ranges = attrs.get("resolvable_range") or {}
     degenerate = attrs.get("degenerate_cells") or {}
+    below = attrs.get("below_no_skill_cells") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
     cells = []
@@ -333,20 +310,28 @@ def to_json(table: pd.DataFrame) -> str:
                 **{stat: line[stat] for stat in STATS},
                 "p_value": _number(p_value),
                 "resolvable": _number(resolvable.get((row, column))),
+                "resolvable_range": [_number(v) for v in ranges.get((row, column), ())] or None,
                 "degenerate": int(degenerate.get((row, column), 0)),
+                "below_no_skill": int(below.get((row, column), 0)),
             }
         )
     payload = {
-        **{
-            key: value
-            for key, value in attrs.items()
-            if key not in ("significance", "degenerate_cells", "resolvable")  # in the cells
-        },
+        **{key: value for key, value in attrs.items() if key not in IN_THE_CELLS},
         "rows": list(table.index),
         "columns": list(dict.fromkeys(table.columns.get_level_values(0))),
         "cells": cells,
     }
     return json.dumps(payload, default=_plain)
+
+
+# Table attributes keyed by (row, column): the JSON gives them in its cells.
+IN_THE_CELLS = (
+    "significance",
+    "resolvable",
+    "resolvable_range",
+    "degenerate_cells",
+    "below_no_skill_cells",
+)
 
 
 def _number(value: float | None) -> float | None:
@@ -455,19 +440,13 @@ def to_html(table: pd.DataFrame) -> str:
     tuned = tuned_line(table)
     if tuned:
         text += f'<p class="tuned">{escape(tuned)}</p>'
-    steps = steps_line(table)
-    if steps:
-        text += f'<p class="steps">{escape(steps)}</p>'
-    baselines = baseline_line(table)
-    if baselines:
-        text += f'<p class="baselines">{escape(baselines)}</p>'
-    degenerate = table.attrs.get("degenerate") or []
-    if degenerate:
-        items = "".join(
-            f"<li>{escape(_failed_label(e))}: {e['value']:.2f}, {escape(e['reason'])}</li>"
-            for e in degenerate
-        )
-        text += f'<p>{escape(DEGENERATE_HEADING)}</p><ul class="degenerate">{items}</ul>'
+    for css, line in (
+        ("steps", steps_line(table)),
+        ("baselines", baseline_line(table)),
+        ("resolvable", resolvable_line(table)),
+    ):
+        text += f'<p class="{css}">{escape(line)}</p>' if line else ""
+    text += marks_html(table, _failed_label)
     failed = table.attrs.get("failed") or []
     if failed:
         items = "".join(

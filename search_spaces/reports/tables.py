@@ -10,8 +10,11 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
+from search_spaces.flags import BASELINE_SCORES
 from search_spaces.reports.cells import keyed_by_cell
+from search_spaces.reports.flagged import marks, with_every_cell, with_marks, with_sensitivity
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
+from search_spaces.reports.resolution import resolvable_difference, resolvable_range
 from search_spaces.sections import trial_training
 
 METRICS = (
@@ -167,8 +170,9 @@ def paired_test(
 
     Returns one line per (row, column) other than the baseline: ``rows_key``,
     ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline), ``t_statistic``,
-    ``p_value`` (two-sided) and ``resolvable`` (``resolvable_difference`` of the
-    differences' spread); the last three are NaN with fewer than 2 pairs.
+    ``p_value`` (two-sided), ``resolvable`` (``resolvable_difference`` of the
+    differences' spread) and its 95% range, ``resolvable_low`` and ``resolvable_high``
+    (``resolvable_range``); all but the first two are NaN with fewer than 2 pairs.
 
     Raises:
         ValueError: a missing column, or a ``baseline`` that is not among the rows.
@@ -183,8 +187,11 @@ def paired_test(
         for column in ordered(wide.index.get_level_values(0))
         for label in ordered(wide.columns, baseline)[1:]
     ]
-    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value", "resolvable"]
-    return pd.DataFrame(lines, columns=columns)
+    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value"]
+    return pd.DataFrame(lines, columns=[*columns, *RESOLVABLE_COLUMNS])
+
+
+RESOLVABLE_COLUMNS = ("resolvable", "resolvable_low", "resolvable_high")
 
 
 def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
@@ -194,9 +201,11 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
 
     pairs = block[[label, baseline]].dropna()
     differences = pairs[label] - pairs[baseline]
-    t_stat = p_value = resolvable = math.nan
+    t_stat = p_value = resolvable = low = high = math.nan
     if len(pairs) >= 2:
-        resolvable = resolvable_difference(float(differences.std(ddof=1)), len(pairs))
+        spread = float(differences.std(ddof=1))
+        resolvable = resolvable_difference(spread, len(pairs))
+        low, high = resolvable_range(spread, len(pairs))
         # Identical differences have no variance: scipy returns +-inf or NaN and warns.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -207,26 +216,16 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
         "mean_diff": float(differences.mean()) if len(pairs) else math.nan,
         "t_statistic": t_stat,
         "p_value": p_value,
-        "resolvable": resolvable,
+        **dict(zip(RESOLVABLE_COLUMNS, (resolvable, low, high), strict=True)),
     }
-
-
-def resolvable_difference(spread: float, pairs: int) -> float:
-    """The smallest mean difference a paired t-test at 5% (two-sided) detects with 80%
-    power over ``pairs`` seeds whose differences have standard deviation ``spread``:
-    ``(t(0.975, k-1) + t(0.80, k-1)) * spread / sqrt(k)``, about 3.1 spreads at k = 3.
-    A smaller delta is evidence neither way."""
-    from scipy import stats
-
-    k = pairs
-    return float((stats.t.ppf(0.975, k - 1) + stats.t.ppf(0.80, k - 1)) * spread / math.sqrt(k))
 
 
 def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
     """``table`` carrying the p-value of each cell's paired test against the baseline
     (``attrs["significance"]``: ``{(row, column): p}`` from ``paired_test``), which
     the renderers show as marks, and the smallest difference each test resolves
-    (``attrs["resolvable"]``), which the notes state."""
+    (``attrs["resolvable"]``) with its 95% range (``attrs["resolvable_range"]``:
+    ``{(row, column): (low, high)}``), which the notes state."""
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
     lines = tests.to_dict(orient="records")
     table.attrs["significance"] = {
@@ -234,6 +233,10 @@ def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
     }
     table.attrs["resolvable"] = {
         (line[rows_key], line[cols_key]): float(line["resolvable"]) for line in lines
+    }
+    table.attrs["resolvable_range"] = {
+        (line[rows_key], line[cols_key]): (line["resolvable_low"], line["resolvable_high"])
+        for line in lines
     }
     return table
 
@@ -250,11 +253,13 @@ def paper_table(
     the rows are losses holding it, and the paired tests' marks; ``title`` (the sweep's
     name) captions it.
 
-    Degenerate trials (``degenerate_reason``) stay in their cells' means, which the
-    renderers mark with the count (``attrs["degenerate_cells"]``) and never bold; they
-    are listed with their reason (``attrs["degenerate"]``) and left out of the paired
-    tests, whose marks say that the trials that learned differ. Each data set's
-    no-skill baselines are in ``attrs["baselines"]``.
+    Constant trials (``search_spaces.flags.degenerate_reason``) are left out of the
+    means, Δs and paired tests alike; trials below no-skill stay in them. Both are
+    counted per cell and listed with their reasons (``flagged.with_marks``), a cell of
+    constant trials only kept, without a mean; where leaving the below-no-skill trials
+    out too changes a Δ's sign or resolution, ``attrs["sensitivity"]`` gives both
+    (``flagged.with_sensitivity``). Each data set's no-skill baselines are in
+    ``attrs["baselines"]``.
 
     Raises:
         ValueError: what ``pivot_table`` raises.
@@ -262,29 +267,20 @@ def paper_table(
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
     rows, rows_key = keyed_by_cell(rows, rows_key, cols_key)
-    degenerate = rows.apply(lambda row: degenerate_reason(row, metric), axis=1).dropna()
-    baseline = "ce" if rows_key == "loss" and "ce" in set(rows["loss"]) else None
-    table = pivot_table(rows, rows_key, cols_key, metric=metric, baseline=baseline)
-    learned = rows.drop(index=degenerate.index)
-    if baseline is not None and baseline in set(learned[rows_key]):
-        table = with_significance(table, paired_test(learned, rows_key, cols_key, metric, baseline))
+    constant, below = marks(rows, metric)
+    learned = rows.drop(index=constant.index)
+    baseline = "ce" if rows_key == "loss" and "ce" in set(learned["loss"]) else None
+    table = pivot_table(learned, rows_key, cols_key, metric=metric, baseline=baseline)
+    table = with_every_cell(table, rows)
+    if baseline is not None:
+        tests = paired_test(learned, rows_key, cols_key, metric, baseline)
+        table = with_significance(table, tests)
+        kept = learned.drop(index=below.index)
+        if len(below) and baseline in set(kept[rows_key]):
+            without = paired_test(kept, rows_key, cols_key, metric, baseline)
+            table = with_sensitivity(table, tests, without)
     table.attrs["title"] = title
-    table.attrs["degenerate"] = sorted(
-        (
-            {
-                **{key: rows.at[i, key] for key in DEGENERATE_KEYS[:3]},
-                "seed": int(rows.at[i, "seed"]),
-                "value": float(rows.at[i, metric]),
-                "reason": reason,
-                **_sweep_of(rows, i),
-            }
-            for i, reason in degenerate.items()
-        ),
-        key=lambda e: (str(e["loss"]), str(e["dataset"]), sort_key(e["variant"]), e["seed"]),
-    )
-    table.attrs["degenerate_cells"] = (
-        rows.loc[degenerate.index].groupby([rows_key, cols_key]).size().to_dict()
-    )
+    table = with_marks(table, rows, constant, below)
     table.attrs["baselines"] = no_skill_baselines(rows)
     table.attrs["steps"] = steps_per_row(rows, rows_key, list(table.index))
     table.attrs["tuned"] = tuned_settings(rows)
@@ -313,71 +309,6 @@ def _plain_number(value: Any) -> Any:
     """A pandas/numpy scalar as a plain int or float (JSON and messages show it)."""
     number = float(value)
     return int(number) if number.is_integer() and abs(number) >= 1 else number
-
-
-DEGENERATE_KEYS = ("loss", "dataset", "variant", "seed", "value", "reason")
-SHARE_METRIC = "eval_top_prediction_share"  # % of inputs given the commonest prediction
-POSITIVE_SHARE_METRIC = "eval_positive_prediction_share"  # PI: % of pairs called positive
-LEGACY_DISTINCT_METRIC = "eval_distinct_predictions"  # trials from before the shares
-# A near-constant predictor gives its commonest prediction to at least this percent of
-# the inputs (MRPC dev: 403 of 408 pairs, 98.8%, is; 92% is not) ...
-NEAR_CONSTANT_SHARE = 98.0
-# ... and any other prediction at less than this fraction of the rate the dev set has
-# other answers than its own commonest (so a tagger predicting O for 98.5% of the
-# words of a set that is 97% O is judged by its F1, not called constant).
-NEAR_CONSTANT_RATE = 0.1
-# Scores a no-skill rule gives (``eval_baseline_<name>``, reported by the trainable).
-BASELINE_SCORES = ("f1", "accuracy", "exact_match")
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
-def degenerate_reason(metrics: Mapping[str, Any], metric: str = "eval_f1") -> str | None:
-    """Why a trial's dev predictions show that its model learned nothing, or None.
-
-    Near-constant: it gives its commonest prediction (class, tag or answer) to at
-    least ``NEAR_CONSTANT_SHARE`` percent of the inputs, and other predictions at less
-    than ``NEAR_CONSTANT_RATE`` of the rate the dev set has them (its majority share is
-    the no-skill accuracy, ``eval_baseline_accuracy``, where the task reports it).
-    No skill: its ``metric`` is at or below what the data set's no-skill rule scores
-    on it (``eval_baseline_<name>``). Trials from before the prediction shares are
-    judged by the ``eval_distinct_predictions`` they reported (1: constant); a trial
-    that reported neither is judged by the no-skill rule alone, or not at all.
-    """
-    constant = _near_constant(metrics)
-    if constant is not None:
-        return constant
-    name = metric.removeprefix("eval_")
-    baseline = _number(metrics.get(f"eval_baseline_{name}")) if name in BASELINE_SCORES else None
-    value = _number(metrics.get(metric))
-    if baseline is not None and value is not None and value <= baseline + 1e-9:
-        return f"{metric} {value:.2f} ≤ no-skill {baseline:.2f}"
-    return None
-
-
-def _near_constant(metrics: Mapping[str, Any]) -> str | None:
-    """``degenerate_reason``'s first test: the share of the commonest prediction."""
-    share = _number(metrics.get(SHARE_METRIC))
-    if share is None:
-        distinct = _number(metrics.get(LEGACY_DISTINCT_METRIC))
-        constant = distinct is not None and distinct <= 1
-        return "constant predictions (the same for every input)" if constant else None
-    majority = _number(metrics.get("eval_baseline_accuracy"))
-    other_rate = 100.0 - (majority if majority is not None else 0.0)
-    if share < NEAR_CONSTANT_SHARE or 100.0 - share >= NEAR_CONSTANT_RATE * other_rate:
-        return None
-    positive = _number(metrics.get(POSITIVE_SHARE_METRIC))
-    if positive is not None:  # paraphrase identification: which class, of the pairs
-        label = "positive" if positive >= 50.0 else "negative"
-        return f"predicts {label} for {max(positive, 100.0 - positive):.1f}% of pairs"
-    inputs = "questions" if "eval_baseline_exact_match" in metrics else "words"
-    return f"gives one prediction to {share:.1f}% of {inputs}"
 
 
 def no_skill_baselines(rows: pd.DataFrame) -> dict[str, dict[str, float]]:

@@ -142,11 +142,14 @@ class BestTrial(BaseModel):
 class TuningPublic(BaseModel):
     """A two-stage sweep's tuning: the stage that runs (``tune``: stage 1, each loss's
     settings tried on the tuning split; ``final``: every seed at each loss's chosen
-    settings, reported on dev) and, once stage 2 has started, each loss's chosen
-    settings by its label: ``{"ce": {"learning_rate": 3e-05}}``."""
+    settings, trained on the whole training file, reported on dev) and, once stage 2
+    has started, each loss's chosen settings by its label: ``{"ce": {"learning_rate":
+    3e-05}}``; ``constant`` names the losses whose every stage-1 trial was constant
+    (one prediction for ≥ 99% of the tuning split), chosen at the best of them."""
 
     stage: Literal["tune", "final"]
     chosen: dict[str, dict[str, float | int]]
+    constant: list[str] = Field(default_factory=list)
 
 
 class SweepDetail(SweepPublic):

@@ -169,7 +169,10 @@ def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
 
 def test_csv_parses_back(table: pd.DataFrame) -> None:
     parsed = pd.read_csv(io.StringIO(to_csv(table)))
-    columns = ["loss", "variant", "mean", "std", "count", "seeds", "delta", "degenerate"]
+    columns = [
+        *("loss", "variant", "mean", "std", "count", "seeds", "delta"),
+        *("degenerate", "below_no_skill"),
+    ]
     assert list(parsed.columns) == columns
     dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
     assert dsc[["mean", "count", "delta"]].iloc[0].tolist() == [83.0, 3.0, 1.0]
@@ -208,7 +211,9 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "delta": None,
         "p_value": None,
         "resolvable": None,
+        "resolvable_range": None,
         "degenerate": 0,
+        "below_no_skill": 0,
     }
     assert cells[("focal(gamma=2)", "+positive&negative")]["mean"] is None
 
@@ -302,10 +307,13 @@ def test_the_notes_and_json_state_the_smallest_delta_the_seeds_resolve(
     table = paper_table(rows)
     (line,) = [n for n in notes(table) if n.startswith("Smallest Δ these seeds resolve")]
     # Per cell with several columns; focal (one seed) has no test and is not named.
-    assert "dsc(alpha=0.1) (original) 3.10" in line
+    assert "dsc(alpha=0.1) (original) resolves 3.10, plausibly 1.61–19.46" in line
     assert "focal" not in line
     cells = {(c["row"], c["column"]): c for c in json.loads(to_json(table))["cells"]}
     assert cells[("dsc(alpha=0.1)", "original")]["resolvable"] == pytest.approx(3.097, abs=1e-3)
+    assert cells[("dsc(alpha=0.1)", "original")]["resolvable_range"] == pytest.approx(
+        [1.612, 19.46], abs=1e-2
+    )
     assert cells[("ce", "original")]["resolvable"] is None
 
 

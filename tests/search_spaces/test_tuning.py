@@ -12,9 +12,18 @@ import pytest
 import yaml
 
 from search_spaces.errors import SpecError
+from search_spaces.flags import constant_choices
 from search_spaces.presets import deep_merge, resolve_spec
-from search_spaces.reports import final_rows, paper_table, row_from_trial, to_html, to_json
+from search_spaces.reports import (
+    final_rows,
+    paper_table,
+    row_from_trial,
+    to_html,
+    to_json,
+    with_budget_curves,
+)
 from search_spaces.reports.formats import to_markdown
+from search_spaces.reports.notes import STAGES
 from search_spaces.spec import stage_counts, trial_count
 from search_spaces.tuning import choose_settings, loss_key, stage_one_settings, tune_method
 
@@ -203,6 +212,68 @@ def test_each_loss_gets_its_best_setting_the_first_one_on_a_tie() -> None:
     }  # focal has nothing to choose on
 
 
+# What a pair classifier reports: one calling every pair negative (constant), one that
+# predicts both classes. The tuning split is 67.5% positive.
+CONSTANT = {"eval_top_prediction_share": 100.0, "eval_positive_prediction_share": 0.0}
+LEARNED = {"eval_top_prediction_share": 80.0, "eval_positive_prediction_share": 20.0}
+SPLIT = {"eval_baseline_f1": 49.07, "eval_baseline_accuracy": 67.49}
+
+
+def test_selection_skips_a_constant_trial_and_falls_back_to_the_best_of_them() -> None:
+    """The preset dsc of study 2 got its rate from a trial that called every pair class 0
+    (tuning F1 49.07 against 0.0 and 0.0): a constant trial is never chosen while the
+    loss has another, however high it scores; a loss with constant trials only runs at
+    the best of them, and the table names it."""
+    settings = [{"learning_rate": 1e-5}, {"learning_rate": 3e-5}, {"learning_rate": 3e-4}]
+    dsc, dice = {"name": "dsc", "alpha": 0.1}, {"name": "dice"}
+
+    def trial(loss: dict[str, Any], lr: float) -> dict[str, Any]:
+        return {"loss": loss, "training": {"learning_rate": lr, "epochs": 1}}
+
+    results = [
+        (trial(dsc, 3e-4), {**SPLIT, **CONSTANT, "eval_f1": 49.07}),
+        (trial(dsc, 3e-5), {**SPLIT, **LEARNED, "eval_f1": 20.0}),  # below no-skill
+        (trial(dsc, 1e-5), {**SPLIT, **CONSTANT, "eval_f1": 0.0}),
+        (trial(dice, 1e-5), {**SPLIT, **CONSTANT, "eval_f1": 0.0}),
+        (trial(dice, 3e-5), {**SPLIT, **CONSTANT, "eval_f1": 10.0}),
+        (trial(dice, 3e-4), {**SPLIT, **CONSTANT, "eval_f1": 5.0}),
+    ]
+    chosen = choose_settings(results, settings, "eval_f1")
+    assert chosen == {
+        loss_key(dsc): {"learning_rate": 3e-5},  # not 3e-4, the constant trial's
+        loss_key(dice): {"learning_rate": 3e-5},  # every trial constant: the best of them
+    }
+    rows = [
+        {
+            **row_from_trial(
+                {
+                    **config,
+                    "stage": "tune",
+                    "tuned": ["learning_rate"],
+                    "dataset": "mrpc",
+                    "variant": "original",
+                    "seed": 0,
+                },
+                metrics,
+            ),
+            "status": "FINISHED",
+        }
+        for config, metrics in results
+    ]
+    assert constant_choices(rows) == ["dice"]
+    final = [
+        {**row, "stage": "final", "seed": seed, "eval_f1": 60.0 + seed}
+        for row in rows[1:2] + rows[4:5]
+        for seed in (0, 1)
+    ]
+    frame = pd.DataFrame(rows + final)
+    table = with_budget_curves(paper_table(final_rows(frame)), frame, random_sampling=False)
+    assert table.attrs["tuned_constant"] == ["dice"]
+    markdown = to_markdown(table)
+    assert "dice: learning_rate=3e-05 (every stage-1 trial constant: the best of them)" in markdown
+    assert "dsc(alpha=0.1): learning_rate=3e-05." in markdown
+
+
 def tuned_row(stage: str, loss: dict[str, Any], seed: int, lr: float, f1: float) -> dict[str, Any]:
     config = {
         "dataset": "mrpc",
@@ -236,8 +307,9 @@ def test_rows_carry_the_stage_and_the_table_only_stage_two_with_its_choices() ->
         "ce": {"learning_rate": 1e-4},
         "dsc(alpha=0.1)": {"learning_rate": 3e-5},
     }
-    line = "Tuned per loss (stage 1, chosen on the tuning split): ce: learning_rate=0.0001; "
+    line = f"Tuned per loss ({STAGES}): ce: learning_rate=0.0001; "
     assert line + "dsc(alpha=0.1): learning_rate=3e-05." in to_markdown(table)
+    assert "stage 2 trains on the whole training file" in STAGES
     assert '<p class="tuned">' in to_html(table)
     assert json.loads(to_json(table))["tuned"]["ce"] == {"learning_rate": 1e-4}
 

@@ -1,5 +1,5 @@
-"""The tuning split of a two-stage sweep: carved from the training file, stratified,
-fixed by its seed, and disjoint from what stage 2 trains on and is reported on."""
+"""The tuning split of a two-stage sweep: carved from the training file for stage 1,
+stratified, fixed by its seed, disjoint from dev; stage 2 trains on the whole file."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from search_spaces.datasets import get_dataset
+from search_spaces.presets import resolve_spec
+from search_spaces.tune_search import stage_param_space
+from search_spaces.tuning import loss_key
 from trainables.data import PairExample, load_split
 from trainables.trial_data import DataRequest, holdout_split, read_examples
 
@@ -34,17 +37,19 @@ def stage_request(stage: str, holdout: float | None = 0.1, **caps: int | None) -
 
 
 @pytest.mark.data
-def test_the_tuning_split_is_disjoint_from_stage_twos_training_and_from_dev(
+def test_the_tuning_split_only_selects_stage_two_trains_on_the_whole_file(
     datasets_dir: Path,
 ) -> None:
     tune_train, tuning_split = read_examples(stage_request("tune"), datasets_dir)
     final_train, dev = read_examples(stage_request("final"), datasets_dir)
     whole = load_split(get_dataset("mrpc"), "train", datasets_dir)
-    assert tune_train == final_train  # both stages train on the same remainder
+    assert final_train == whole  # the holdout a final trial carries changes nothing
+    assert read_examples(stage_request("final", holdout=None), datasets_dir)[0] == whole
     assert len(tuning_split) == pytest.approx(0.1 * len(whole), abs=2)
-    assert len(final_train) + len(tuning_split) == len(whole)
+    assert len(tune_train) + len(tuning_split) == len(whole)
     held = {pair_key(e) for e in tuning_split}
-    assert not held & {pair_key(e) for e in final_train}
+    assert not held & {pair_key(e) for e in tune_train}  # stage 1 never trains on it
+    assert held <= {pair_key(e) for e in final_train}
     assert not held & {pair_key(e) for e in dev}
     assert dev == load_split(get_dataset("mrpc"), "eval", datasets_dir)  # reported on dev
     # Stratified: the held-out share of each class is the same (within one pair).
@@ -61,7 +66,8 @@ def test_caps_apply_to_the_remainder_and_to_the_tuning_split(datasets_dir: Path)
     _, uncapped_split = read_examples(replace(capped, max_eval_examples=None), datasets_dir)
     assert {pair_key(e) for e in tuning_split} <= {pair_key(e) for e in uncapped_split}
     final_train, _ = read_examples(replace(capped, stage="final"), datasets_dir)
-    assert final_train == train
+    whole, _ = read_examples(replace(capped, holdout=None), datasets_dir)
+    assert final_train == whole  # the cap's subset of the whole file
 
 
 def test_the_split_is_fixed_by_its_seed_and_keeps_every_example() -> None:
@@ -72,3 +78,21 @@ def test_the_split_is_fixed_by_its_seed_and_keeps_every_example() -> None:
     assert sorted(rest + held, key=lambda e: int(e.guid)) == examples
     assert Counter(e.label for e in held) == {1: 20, 0: 40}  # 20% of 100 and of 200
     assert rest == sorted(rest, key=lambda e: int(e.guid))  # file order kept
+
+
+def test_only_stage_one_trials_carry_the_holdout() -> None:
+    """Stage 2's trial configs hold nothing out: they train on the whole training file."""
+    spec = resolve_spec(
+        {
+            "name": "probe",
+            "task": {"dataset": "mrpc"},
+            "search_space": {"losses": [{"name": "ce"}]},
+            "seeds": [0, 1],
+            "tune": {"learning_rate": [1e-5, 3e-5], "trials_per_loss": 2, "holdout": 0.2},
+        },
+        presets={},
+    )
+    chosen = {loss_key({"name": "ce"}): {"learning_rate": 3e-5}}
+    assert stage_param_space(spec, "tune")["holdout"] == 0.2
+    final = stage_param_space(spec, "final", chosen=chosen)
+    assert final["holdout"] is None and final["stage"] == "final"

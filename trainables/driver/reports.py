@@ -148,8 +148,8 @@ def table_metrics(table: pd.DataFrame) -> dict[str, float]:
     ``best_<metric>/<row>`` (the row's best cell mean among its cells without
     degenerate trials, e.g. a loss's best over the variants; none where every cell
     holds one) and ``grid/<row>/<column>/<mean|std|delta>`` for every cell that has a
-    value, ``grid/<row>/<column>/degenerate`` for every cell with degenerate seeds (in
-    its mean); labels are made metric-name safe (``metric_key``)."""
+    value, ``grid/<row>/<column>/degenerate`` for every cell with constant seeds (out
+    of its mean); labels are made metric-name safe (``metric_key``)."""
     metric = table.attrs["metric"]
     degenerate = table.attrs.get("degenerate_cells") or {}
     metrics: dict[str, float] = {

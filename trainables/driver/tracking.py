@@ -23,6 +23,7 @@ from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
 from search_spaces.dataset_refs import dataset_label, is_binary
+from search_spaces.flags import degenerate_reason
 from search_spaces.lineage import (
     ATTEMPT_TAG,
     DATASET_COUNT_TAG,
@@ -39,7 +40,6 @@ from search_spaces.lineage import (
     TRIAL_TAG,
 )
 from search_spaces.reports import loss_label
-from search_spaces.reports.tables import degenerate_reason
 from search_spaces.sections import TrackingLink, TrialConfig
 
 log = logging.getLogger(__name__)

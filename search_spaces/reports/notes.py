@@ -1,0 +1,86 @@
+"""Lines under a table about its trials' marks and its two stages, for every renderer.
+
+The marks (``flagged``): the constant trials and those below no-skill, each with its
+evidence, and the Δs that leaving the below-no-skill ones out would change. The stages
+(``tuning``): each loss's settings were chosen on the tuning split, held out of the
+training file for stage 1 only; stage 2 trains on the whole training file; a loss
+whose stage-1 trials were all constant had its settings chosen among them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+CONSTANT_HEADING = (
+    "Constant trials (one prediction for ≥ 99% of dev: left out of the means, Δs and"
+    " tests; marked, never bold):"
+)
+BELOW_HEADING = "Trials below no-skill (predict more than one thing; in the statistics, marked):"
+SENSITIVITY_HEADING = (
+    "Δs whose sign or resolution changes when the below-no-skill trials are left out too"
+    " (as tested → without them):"
+)
+STAGES = (
+    "stage 1 chose each loss's settings on a tuning split held out of the training file;"
+    " stage 2 trains on the whole training file and is scored on dev"
+)
+
+
+def mark_groups(
+    table: pd.DataFrame, label: Callable[[Mapping[str, Any]], str]
+) -> list[tuple[str, str, list[str]]]:
+    """Each non-empty group of marked trials as (CSS class, heading, items): the
+    constant trials and those below no-skill (``label: value, reason``, ``label``
+    naming the trial), then the Δs leaving the below-no-skill ones out would change."""
+    groups = []
+    for css, heading, name in (
+        ("degenerate", CONSTANT_HEADING, "degenerate"),
+        ("below-no-skill", BELOW_HEADING, "below_no_skill"),
+    ):
+        entries = table.attrs.get(name) or []
+        items = [f"{label(e)}: {e['value']:.2f}, {e['reason']}" for e in entries]
+        groups.append((css, heading, items))
+    changed = table.attrs.get("sensitivity") or []
+    items = [
+        f"{c['row']} ({c['column']}): Δ {c['delta']:+.2f}, resolves {c['resolvable']:.2f}"
+        f" → Δ {c['delta_without']:+.2f}, resolves {c['resolvable_without']:.2f}"
+        for c in changed
+    ]
+    groups.append(("sensitivity", SENSITIVITY_HEADING, items))
+    return [group for group in groups if group[2]]
+
+
+def mark_lines(table: pd.DataFrame, label: Callable[[Mapping[str, Any]], str]) -> list[str]:
+    """``mark_groups`` as lines: each heading, then its items as ``- item``."""
+    return [
+        line
+        for _, heading, items in mark_groups(table, label)
+        for line in (heading, *(f"- {item}" for item in items))
+    ]
+
+
+def marks_html(table: pd.DataFrame, label: Callable[[Mapping[str, Any]], str]) -> str:
+    """``mark_groups`` as HTML: each heading a paragraph, its items a list of its class;
+    every text escaped."""
+    return "".join(
+        f'<p>{html.escape(heading)}</p><ul class="{css}">'
+        + "".join(f"<li>{html.escape(item)}</li>" for item in items)
+        + "</ul>"
+        for css, heading, items in mark_groups(table, label)
+    )
+
+
+def tuned_text(tuned: Mapping[str, Mapping[str, Any]], constant: list[str], shown: Any) -> str:
+    """The settings stage 1 chose for each loss (``shown`` formats a value), a loss
+    chosen among constant trials only saying so, and what each stage trains on."""
+    parts = []
+    for label, settings in tuned.items():
+        text = f"{label}: " + ", ".join(f"{k}={shown(v)}" for k, v in settings.items())
+        if label in constant:
+            text += " (every stage-1 trial constant: the best of them)"
+        parts.append(text)
+    return f"Tuned per loss ({STAGES}): {'; '.join(parts)}."
