@@ -1,21 +1,25 @@
 # The MLflow tracking server: PostgreSQL backend (psycopg), artifacts proxied to a
-# folder or to S3 (boto3). Every setting is an environment variable MLflow reads
-# (MLFLOW_BACKEND_STORE_URI, MLFLOW_ARTIFACTS_DESTINATION, MLFLOW_SERVER_ALLOWED_HOSTS,
-# MLFLOW_S3_ENDPOINT_URL, AWS_*), so no password shows in the process list.
+# folder or to S3 (boto3), behind MLflow's basic-auth app (mlflow[auth]; its admin
+# password made at the first start by mlflow-auth.sh, in /var/lib/mlflow/auth). Every
+# setting is an environment variable MLflow reads (MLFLOW_BACKEND_STORE_URI,
+# MLFLOW_ARTIFACTS_DESTINATION, MLFLOW_SERVER_ALLOWED_HOSTS, MLFLOW_S3_ENDPOINT_URL,
+# AWS_*), so no password shows in the process list.
 FROM debian:bookworm-slim AS build
 COPY python-base.sh /tmp/
 RUN sh /tmp/python-base.sh
 COPY wheels /wheels
 RUN python3 -m venv /opt/mlflow \
     && /opt/mlflow/bin/pip install --no-index --find-links /wheels --no-cache-dir \
-        mlflow "psycopg[binary]" boto3
+        "mlflow[auth]" "psycopg[binary]" boto3
 
 FROM debian:bookworm-slim
 COPY python-base.sh /tmp/
 RUN sh /tmp/python-base.sh && rm /tmp/python-base.sh \
     && useradd --uid 1000 --create-home mlflow \
-    && mkdir -p /var/lib/mlflow/artifacts && chown -R mlflow:mlflow /var/lib/mlflow
+    && mkdir -p /var/lib/mlflow/artifacts /var/lib/mlflow/auth \
+    && chown -R mlflow:mlflow /var/lib/mlflow && chmod 700 /var/lib/mlflow/auth
 COPY --from=build /opt/mlflow /opt/mlflow
+COPY mlflow-auth.sh /usr/local/bin/mlflow-auth
 ENV PATH=/opt/mlflow/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     MLFLOW_HOST=0.0.0.0 \
@@ -26,5 +30,5 @@ WORKDIR /home/mlflow
 EXPOSE 5000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
     CMD wget -q -O /dev/null http://127.0.0.1:5000/health
-ENTRYPOINT ["tini", "--"]
-CMD ["mlflow", "server", "--workers", "2"]
+ENTRYPOINT ["tini", "--", "mlflow-auth"]
+CMD ["mlflow", "server", "--app-name", "basic-auth", "--workers", "2"]

@@ -92,9 +92,29 @@ def test_secrets_come_from_the_environment_and_must_be_set() -> None:
     for secret in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN"):
         uses = re.findall(r"\$\{" + secret + r"(:[?-][^}]*)?\}", text)
         assert uses and all(use.startswith(":?") for use in uses), (secret, uses)
-    assert "password" not in re.sub(r"\$\{[^}]*\}", "", text).lower().replace(
-        "postgres_password", ""
+    # Where MLflow's admin password lies (a file the server makes) is not a password.
+    files = ("postgres_password", "mlflow_admin_password_file", "/admin_password")
+    left = re.sub(r"\$\{[^}]*\}", "", text).lower()
+    for name in files:
+        left = left.replace(name, "")
+    assert "password" not in left
+
+
+def test_mlflow_asks_for_a_user_and_the_api_is_its_admin(compose: dict[str, Any]) -> None:
+    """MLflow's basic-auth app (the image's command) keeps its generated admin password
+    in a volume the API mounts read-only, where its setting points."""
+    services = compose["services"]
+    assert "command" not in services["mlflow"]  # the image's: mlflow server --app-name basic-auth
+    assert "mlflow-auth:/var/lib/mlflow/auth" in services["mlflow"]["volumes"]
+    api = services["api"]
+    assert "mlflow-auth:/run/mlflow-auth:ro" in api["volumes"]
+    assert api["environment"]["DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE"] == (
+        "/run/mlflow-auth/admin_password"
     )
+    dockerfile = (ROOT / "infra" / "docker" / "mlflow.Dockerfile").read_text()
+    assert '"mlflow[auth]"' in dockerfile
+    assert 'CMD ["mlflow", "server", "--app-name", "basic-auth"' in dockerfile
+    assert 'ENTRYPOINT ["tini", "--", "mlflow-auth"]' in dockerfile
 
 
 def test_published_ports_are_settings_on_loopback_by_default(compose: dict[str, Any]) -> None:

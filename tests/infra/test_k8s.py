@@ -70,6 +70,7 @@ SECRET_KEYS = {
     },
     "dicesweep-s3": {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"},
     "dicesweep-ray-token": {"auth_token"},
+    "dicesweep-mlflow-admin": {"password"},
 }
 CREDENTIAL = re.compile(r"PASSWORD|SECRET|TOKEN|ACCESS_KEY|DATABASE_URL|STORE_URI")
 URL_WITH_PASSWORD = re.compile(r"://[^/@\s]+:[^/@\s]+@")
@@ -218,6 +219,10 @@ def secret_references(docs: list[Doc]) -> set[tuple[str, str | None]]:
                 ref = var.get("valueFrom", {}).get("secretKeyRef")
                 if ref:
                     found.add((ref["name"], ref["key"]))
+        for volume in template["spec"].get("volumes", []):
+            if "secret" in volume:
+                keys = [item["key"] for item in volume["secret"].get("items", [])] or [None]
+                found.update((volume["secret"]["secretName"], key) for key in keys)
     for cluster in of_kind(docs, "RayCluster"):
         secret = cluster["spec"].get("authOptions", {}).get("secretName")
         if secret:
@@ -452,6 +457,30 @@ def test_the_api_submits_to_the_ray_heads_jobs_api(
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_mlflow_runs_its_basic_auth_app_and_the_api_is_its_admin(
+    render: Callable[[str], list[Doc]], target: str
+) -> None:
+    """Owners isolated in MLflow itself: the server asks every request for a user, its
+    admin's password is the Secret's, mounted as a file where the API reads it."""
+    docs = render(target)
+    mlflow = named(docs, "Deployment", "mlflow")["spec"]["template"]["spec"]
+    server = mlflow["containers"][0]
+    assert server["args"][:4] == ["mlflow", "server", "--app-name", "basic-auth"]
+    api = named(docs, "Deployment", "dicesweep-api")["spec"]["template"]["spec"]
+    password = "/var/run/secrets/dicesweep/mlflow-admin/password"
+    assert environment(server, docs)["MLFLOW_ADMIN_PASSWORD_FILE"] == password
+    assert environment(api["containers"][0], docs)["DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE"] == (
+        password
+    )
+    for pod in (mlflow, api):
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        secret = volumes["mlflow-admin"]["secret"]
+        assert secret["secretName"] == "dicesweep-mlflow-admin" and secret["defaultMode"] == 0o400
+        mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+        assert mounts["mlflow-admin"]["readOnly"] is True
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_ray_node_has_the_sweeps_settings_and_data(
     render: Callable[[str], list[Doc]], target: str
 ) -> None:
@@ -520,9 +549,15 @@ def test_production_renders_no_secret(render: Callable[[str], list[Doc]], target
             assert not CREDENTIAL.search(key), (configmap["metadata"]["name"], key)
             assert not URL_WITH_PASSWORD.search(value), (configmap["metadata"]["name"], key)
     for name, template in pod_templates(docs):
+        secrets = {v["name"] for v in template["spec"].get("volumes", []) if "secret" in v}
         for container in containers(template):
+            mounted = [
+                m["mountPath"] for m in container.get("volumeMounts", []) if m["name"] in secrets
+            ]
             for var in container.get("env", []):
-                if CREDENTIAL.search(var["name"]):
+                if var["name"].endswith("_FILE"):  # a secret's file: a mounted Secret's
+                    assert any(var.get("value", "").startswith(f"{m}/") for m in mounted), var
+                elif CREDENTIAL.search(var["name"]):
                     assert "secretKeyRef" in var.get("valueFrom", {}), (name, var["name"])
 
 
