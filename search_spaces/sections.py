@@ -24,6 +24,7 @@ from search_spaces.datasets import (
 )
 from search_spaces.errors import ClosedModel, rule_error
 from search_spaces.losses import LossSpec
+from search_spaces.mrc_ner import Formulation, MrcNerSpec
 
 Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
 Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
@@ -55,6 +56,10 @@ class TaskSpec(Section):
     dataset: list[DatasetRef]  # a single one is read as a one-element list
     variant: list[Variant] = Field(default_factory=lambda: list(VARIANTS[:1]))  # original
     positive_label: Literal[0, 1] | None = None  # binary sets only; unset: the minority
+    # NER as a token tagger, or as reading comprehension (search_spaces.mrc_ner); ``mrc``
+    # holds the latter's settings (unset: their defaults).
+    formulation: Formulation = "tagger"
+    mrc: MrcNerSpec | None = None
 
     @field_validator("dataset", "variant", mode="before")
     @classmethod
@@ -103,6 +108,10 @@ class TaskSpec(Section):
                 f"{', '.join(non_binary)} score every class",
                 "positive_label",
             )
+        if self.formulation == "mrc" and any(self.kind_of(d) != "ner" for d in self.dataset):
+            raise rule_error("formulation 'mrc' applies to ner data sets only", "formulation")
+        if self.mrc is not None and self.formulation != "mrc":
+            raise rule_error("mrc settings need formulation: mrc", "mrc")
         if non_binary and self.variant != ["original"]:
             raise rule_error(
                 "the Table 8 variants apply to binary data sets only (pi: mrpc, qqp or a local "
@@ -278,6 +287,8 @@ class TrialConfig(Section):
     # The scored class of a binary set; None: its training file's minority, which
     # the trainable resolves where it reads the file (``trainables.trial_data``).
     positive_label: Literal[0, 1] | None = None
+    formulation: Formulation = "tagger"  # ner: a tagger, or reading comprehension
+    mrc: MrcNerSpec | None = None  # formulation mrc: its settings (None: the defaults)
     model: BoundedPath
     loss: LossSpec
     seed: Int = Field(ge=0)

@@ -45,6 +45,7 @@ from search_spaces.loss_entries import (
     candidates,
     canonical_loss,
 )
+from search_spaces.mrc_ner import MrcNerSpec
 from search_spaces.spec import SweepSpec, expand_losses
 from search_spaces.tuning import Stage, loss_key, max_epochs, stage_one_settings
 
@@ -223,6 +224,9 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
         "positive_label": spec.task.positive_label,
         "model": spec.model,
     }
+    if spec.task.formulation == "mrc":  # a tagger's configs stay as they were
+        space["formulation"] = "mrc"
+        space["mrc"] = (spec.task.mrc or MrcNerSpec()).model_dump()
     if spec.search.algorithm == "grid":
         space["loss"] = grid(expand_losses(spec))
         space["seed"] = grid(list(spec.seeds))

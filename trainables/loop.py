@@ -34,7 +34,7 @@ from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from search_spaces.sections import TrainingSpec
 from trainables.losses import build_loss
-from trainables.modeling import TINY_BERT, build_model
+from trainables.modeling import TINY_BERT
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
@@ -228,7 +228,7 @@ def fit(
     seed_everything(seed)
     device = pick_device()
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
-    model = build_model(model_name, data.info.kind, data.task.num_labels, vocab).to(device)
+    model = data.task.build_model(model_name, vocab).to(device)
     counts = data.task.class_counts(data.train_features)
     loss_fn = build_loss(loss_spec, class_counts=counts).to(device)
     steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)

@@ -14,6 +14,7 @@ from pathlib import Path
 from filelock import FileLock
 from transformers import (
     AutoConfig,
+    AutoModel,
     AutoModelForQuestionAnswering,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
@@ -97,6 +98,23 @@ def build_model(
         return built
     config = AutoConfig.from_pretrained(model, num_labels=num_labels)
     loaded: PreTrainedModel = head.from_pretrained(model, config=config)
+    return loaded
+
+
+def build_encoder(
+    model: str, vocab_size: int | None = None, dropout: float | None = None
+) -> PreTrainedModel:
+    """The bare encoder (hidden states, no head) of a hub id or local path, or a tiny BERT
+    (``vocab_size`` needed for ``tiny-bert`` only), for task heads of our own;
+    ``dropout`` replaces its ``hidden_dropout_prob`` (None: the model's own)."""
+    overrides = {} if dropout is None else {"hidden_dropout_prob": dropout}
+    if model == TINY_BERT:
+        if vocab_size is None:
+            raise ValueError("tiny-bert needs the tokenizer's vocab_size")
+        config = BertConfig(vocab_size=vocab_size, **_TINY_CONFIG, **overrides)
+        built: PreTrainedModel = AutoModel.from_config(config)
+        return built
+    loaded: PreTrainedModel = AutoModel.from_pretrained(model, **overrides)
     return loaded
 
 

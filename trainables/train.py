@@ -62,6 +62,8 @@ def data_request(trial: TrialConfig, settings: DicesweepSettings, model: str) ->
         holdout=trial.holdout,
         holdout_seed=trial.holdout_seed,
         stage=trial.stage,
+        formulation=trial.formulation,
+        mrc=None if trial.mrc is None else trial.mrc.model_dump(),
     )
 
 

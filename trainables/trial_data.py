@@ -31,11 +31,13 @@ from filelock import FileLock
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from search_spaces.datasets import DatasetInfo
+from search_spaces.mrc_ner import MrcNerSpec
 from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split
 from trainables.data.classes import ScoredClass, scored_class, stratified_sample
 from trainables.data.variants import make_variant
 from trainables.modeling import TINY_BERT, load_tokenizer, tiny_tokenizer, tokenizer_fingerprint
 from trainables.tasks import EncodeOptions, Feature, Task, build_task
+from trainables.tasks.mrc_ner import MrcNer
 
 # The data-set variants are fixed data sets, the same for every seed of a sweep:
 # seeds vary initialisation and order, not the data.
@@ -60,6 +62,8 @@ class DataRequest:
     holdout: float | None = None  # share of the training file held out (tune only); None: none
     holdout_seed: int = 0
     stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
+    formulation: str = "tagger"  # ner: "tagger", or "mrc" (reading comprehension)
+    mrc: dict[str, Any] | None = None  # formulation mrc: search_spaces.mrc_ner.MrcNerSpec
 
 
 @dataclass
@@ -178,19 +182,23 @@ def _labels(info: DatasetInfo, datasets_dir: Path) -> list[str]:
     return [] if info.kind == "mrc" else label_list(info, datasets_dir)
 
 
-def _tokenizer(request: DataRequest, train: list[Any], cache_dir: Path) -> PreTrainedTokenizerBase:
+def _tokenizer(
+    request: DataRequest, train: list[Any], cache_dir: Path, queries: Sequence[str] = ()
+) -> PreTrainedTokenizerBase:
+    """The model's tokenizer; for ``tiny-bert`` one learned from the training texts and
+    the ``queries`` of NER as reading comprehension (a query spelled out letter by
+    letter would leave a short window no room for its sentence)."""
     if request.model != TINY_BERT:
         return load_tokenizer(request.model)
-    key = _digest(
-        {
-            "dataset": asdict(request.dataset),
-            "variant": request.variant,
-            "cap": request.max_train_examples,
-            "holdout": [request.holdout, request.holdout_seed],
-            "positive": request.positive_label,  # the variant's texts follow it
-        }
-    )
-    return tiny_tokenizer(_texts(train), cache_dir, key)
+    parts = {
+        "dataset": asdict(request.dataset),
+        "variant": request.variant,
+        "cap": request.max_train_examples,
+        "holdout": [request.holdout, request.holdout_seed],
+        "positive": request.positive_label,  # the variant's texts follow it
+    }
+    key = _digest({**parts, "queries": list(queries)} if queries else parts)
+    return tiny_tokenizer(_texts(train) + list(queries), cache_dir, key)
 
 
 def _digest(parts: dict[str, Any]) -> str:
@@ -226,9 +234,15 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
     # SQuAD v2 and the like: unanswerable training questions mean "no answer" is a prediction.
     no_answer = any(isinstance(e, QAExample) and not e.answers for e in train)
     task = build_task(
-        info.kind, _labels(info, datasets_dir), positive=request.positive_label, no_answer=no_answer
+        info.kind,
+        _labels(info, datasets_dir),
+        positive=request.positive_label,
+        no_answer=no_answer,
+        mrc=MrcNerSpec.model_validate(request.mrc or {}) if request.formulation == "mrc" else None,
+        dataset=info.name,
     )
-    tokenizer = _tokenizer(request, train, cache_dir)
+    queries = list(task.queries.values()) if isinstance(task, MrcNer) else []
+    tokenizer = _tokenizer(request, train, cache_dir, queries)
     options = EncodeOptions(request.max_seq_length, request.doc_stride)
     key = _digest(
         {

@@ -21,6 +21,7 @@ from search_spaces.spec import expand_losses, trial_count
 
 EXPECTED_COUNTS = {
     "dsc_alpha": 9,
+    "en_conll03": 3,
     "focal_gamma": 15,
     "loss_compare": 18,
     "smoke": 2,
@@ -83,15 +84,47 @@ def test_table8_is_the_official_dice_mrpc_settings_over_the_five_variants() -> N
     assert spec.seeds == [0, 1, 2]
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_COUNTS))
+@pytest.mark.parametrize("name", sorted(set(EXPECTED_COUNTS) - {"en_conll03"}))
 def test_a_preset_says_official_only_of_what_is_official(name: str) -> None:
-    """A spec has one training config for every loss, so no preset is an official
-    script's recipe; "official" may name only a loss entry that is OFFICIAL_RECIPES."""
+    """A spec has one training config for every loss, so no preset but en_conll03 (one
+    script, its losses' rows alike but for the loss) is an official script's recipe;
+    "official" may name only a loss entry that is OFFICIAL_RECIPES."""
     spec = get_preset(name)
     assert "official recipe" not in spec.description
     if "official" in spec.description:
         assert "official code's multi-class loss settings" in spec.description
         assert OFFICIAL_RECIPES["multiclass"] in expand_losses(spec)
+
+
+def test_en_conll03_holds_every_value_of_the_official_conll03_dice_script() -> None:
+    """scripts/ner_enconll03/bert_dice.sh, value by value (the model aside)."""
+    spec = get_preset("en_conll03")
+    assert "official bert_dice.sh settings" in spec.description
+    assert (spec.task.kind, spec.task.dataset, spec.task.formulation) == (
+        "ner",
+        ["conll2003"],
+        "mrc",
+    )
+    mrc = spec.task.mrc
+    assert mrc is not None
+    assert (mrc.span_head, mrc.span_weight, mrc.span_candidates) == (
+        False,  # --construct_entity_span start_and_end
+        0.3,
+        "gold_pred_random",
+    )
+    assert (mrc.answerable, mrc.answerable_weight) == ("train_infer", 0.4)
+    assert (mrc.dice_positions, mrc.dropout) == ("all", 0.2)
+    training = spec.training
+    assert (training.epochs, training.learning_rate, training.batch_size) == (10, 3e-5, 36)
+    assert (training.max_seq_length, training.warmup_ratio) == (256, 0.01)
+    assert (training.weight_decay, training.grad_clip) == (0.01, 1.0)
+    # LOSS_TYPE bce, focal (FOCAL_GAMMA 2) and dice (the official binary recipe)
+    assert expand_losses(spec) == [
+        {"name": "ce"},
+        {"name": "focal", "gamma": 2},
+        OFFICIAL_RECIPES["binary"],
+    ]
+    assert spec.seeds == [2333]
 
 
 def test_table10_has_beta_one_minus_alpha_exactly() -> None:

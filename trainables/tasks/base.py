@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from search_spaces.datasets import TaskKind
+from trainables.modeling import build_model
 
 Feature = dict[str, Any]
 Batch = dict[str, Any]
@@ -44,6 +45,10 @@ class Task(abc.ABC):
     @property
     def num_labels(self) -> int:
         return len(self.labels)
+
+    def build_model(self, model: str, vocab_size: int | None = None) -> nn.Module:
+        """The encoder ``model`` (``vocab_size``: for ``tiny-bert``) with this task's head."""
+        return build_model(model, self.kind, self.num_labels, vocab_size)
 
     @abc.abstractmethod
     def encode(
