@@ -79,8 +79,9 @@ TORCH_INDEX ?=
 docker-engine:
 	scripts/docker-engine.sh
 
-## Every wheel the images install: the project's own, its train and service extras,
-## MLflow's PostgreSQL and S3 clients.
+## Every wheel the images install: the project's own, its train and service extras
+## (mlflow[auth] among them: the MLflow image's basic-auth app), MLflow's PostgreSQL and
+## S3 clients.
 wheels: $(STAMP)
 	rm -f $(WHEELS)/dicesweep-*.whl
 	$(BIN)/pip wheel --quiet --wheel-dir $(WHEELS) --find-links $(WHEELS) \
