@@ -14,7 +14,7 @@ from typing import Literal
 
 from search_spaces.data_roots import escaping_entry, is_under, outside_roots
 from search_spaces.dataset_refs import HubDataset, LocalDataset
-from search_spaces.datasets import Split, get_dataset, resolve_inside
+from search_spaces.datasets import SAMPLES_DIR, Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue, brief
 from search_spaces.spec import SweepSpec
 
@@ -32,7 +32,9 @@ def dataset_issues(
     also lie under one of them once every symlink is followed, and may not name
     ``..``; without (the command line) any folder is read. A hub data set must be in
     the Hugging Face cache or on a reachable hub. Messages name the data set and its
-    path as the spec gave it, never where the data-sets folder is.
+    path as the spec gave it; a missing catalogue file names the folder looked in and
+    ``DICESWEEP_DATASETS_DIR`` on the command line (``roots`` None) only, never where a
+    service's data-sets folder is.
     """
     issues = []
     for index, dataset in enumerate(spec.task.dataset):
@@ -45,11 +47,12 @@ def dataset_issues(
         if isinstance(dataset, LocalDataset):
             issues += _local_issues(index, dataset, datasets_dir, roots)
             continue
+        info = get_dataset(dataset)
         for split in TRIAL_SPLITS:
-            relative = get_dataset(dataset).files.get(split)
+            relative = info.files.get(split)
             if relative is None:
                 continue
-            problem = _file_problem(datasets_dir, relative)
+            problem = _file_problem(info.root(datasets_dir), relative, shown=roots is None)
             if problem is not None:
                 issues.append(SpecIssue(path, f"data set {dataset!r}: {relative} {problem}"))
                 break
@@ -79,14 +82,19 @@ def _local_problem(
     return None
 
 
-def _file_problem(datasets_dir: Path, relative: str) -> str | None:
+def _file_problem(folder: Path, relative: str, shown: bool) -> str | None:
+    """Why ``relative`` cannot be read under ``folder``, which is named where ``shown``."""
     try:
-        target = resolve_inside(datasets_dir, relative)
+        target = resolve_inside(folder, relative)
     except ValueError:
         return "lies outside the data-sets folder"
-    if not target.is_file():
-        return "is missing from the data-sets folder (DICESWEEP_DATASETS_DIR)"
-    return None
+    if target.is_file():
+        return None
+    if folder == SAMPLES_DIR:
+        return f"is missing from the package's samples ({folder}): reinstall dicesweep"
+    if shown:
+        return f"is missing from the data-sets folder {folder} (DICESWEEP_DATASETS_DIR moves it)"
+    return "is missing from the service's data-sets folder (DICESWEEP_DATASETS_DIR moves it)"
 
 
 def local_file_issues(

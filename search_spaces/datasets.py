@@ -2,7 +2,8 @@
 
 The catalogue is pure data, shared by the service (to validate a spec's data-set
 names) and the trainables (to read the files). Its paths are relative to
-``DICESWEEP_DATASETS_DIR``. A researcher's own folders and hub data sets are in
+``DICESWEEP_DATASETS_DIR``, except a sample shipped in the package (``packaged``), under
+``SAMPLES_DIR``. A researcher's own folders and hub data sets are in
 ``search_spaces.dataset_refs``.
 """
 
@@ -24,6 +25,10 @@ VARIANTS: tuple[Variant, ...] = (
     "-negative",
     "+positive&negative",
 )
+
+
+# Samples shipped inside the package (package data): the smoke preset runs anywhere.
+SAMPLES_DIR = Path(__file__).parent / "samples"
 
 
 class UnknownDatasetError(ValueError):
@@ -50,10 +55,16 @@ class DatasetInfo:
     split_by_article_from: str | None = None
     labels: tuple[str, ...] = field(default_factory=tuple)
     local: bool = False  # a researcher's folder: ``files`` are absolute paths, read as they are
+    packaged: bool = False  # shipped in the package: ``files`` are under ``SAMPLES_DIR``
+
+    def root(self, datasets_dir: Path) -> Path:
+        """The folder ``files`` are relative to: ``SAMPLES_DIR`` for a packaged sample,
+        else ``datasets_dir``."""
+        return SAMPLES_DIR if self.packaged else datasets_dir
 
     def path(self, datasets_dir: Path, split: Split) -> Path:
-        """Absolute path of ``split`` under ``datasets_dir``; raises ``KeyError`` if absent."""
-        return datasets_dir / self.files[split]
+        """Absolute path of ``split`` under ``root``; raises ``KeyError`` if absent."""
+        return self.root(datasets_dir) / self.files[split]
 
 
 DATASETS: dict[str, DatasetInfo] = {
@@ -109,6 +120,19 @@ DATASETS: dict[str, DatasetInfo] = {
             hub_id="universal_dependencies",
             hub_config="en_ewt",
             description="UD English EWT, 17 UPOS tags",
+        ),
+        DatasetInfo(
+            name="ud_en_ewt_sample",
+            kind="pos",
+            file_format="conllu",
+            files={
+                "train": "ud_en_ewt_sample/en_ewt-ud-train.conllu",
+                "eval": "ud_en_ewt_sample/en_ewt-ud-dev.conllu",
+            },
+            hub_id="",
+            description="UD English EWT's 2,000 training and 500 dev sentences that the smoke "
+            "preset reads, shipped in the package (CC BY-SA 4.0, its LICENSE.txt beside them)",
+            packaged=True,
         ),
         DatasetInfo(
             name="ud_zh_gsd",

@@ -164,7 +164,7 @@ def test_smoke_runs_small_and_offline() -> None:
     assert spec.model == "tiny-bert"
     # Part-of-speech tags: a random encoder learns the frequent words' tags in one epoch
     # (MRPC's 64 pairs left it predicting one class, a table of collapsed cells).
-    assert (spec.task.kind, spec.task.dataset) == ("pos", ["ud_en_ewt"])
+    assert (spec.task.kind, spec.task.dataset) == ("pos", ["ud_en_ewt_sample"])
     training = spec.training
     assert (training.max_train_examples, training.max_eval_examples) == (2000, 500)
     assert (training.max_seq_length, training.epochs, training.batch_size) == (64, 1, 32)

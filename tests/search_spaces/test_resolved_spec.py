@@ -51,7 +51,7 @@ def test_a_spec_changing_what_a_preset_describes_gets_a_description_of_its_own()
     assert "conll2003" not in described and "3 seeds" not in described
     losses = {"losses": [{"name": "ce"}, {"name": "dsc", "alpha": [0.1, 0.5]}]}
     assert resolve_spec({"extends": "smoke", "search_space": losses}).description == (
-        "ce and dsc on ud_en_ewt (pos), tiny-bert, 1 seed (3 trials)"
+        "ce and dsc on ud_en_ewt_sample (pos), tiny-bert, 1 seed (3 trials)"
     )
     # A description written in the spec is kept; a spec that changes nothing it speaks
     # of keeps the preset's.

@@ -122,7 +122,7 @@ INVALID = {
         {"task": {"dataset": ["mrpc", "imdb"]}},
         "task.dataset[1]",
         "unknown dataset 'imdb'; valid: conll2003, ctb5_pos, ctb6_pos, mrpc, msra_ner, "
-        "ontonotes4_zh, qqp, quoref, squad_v1, squad_v2, ud_en_ewt, ud_zh_gsd",
+        "ontonotes4_zh, qqp, quoref, squad_v1, squad_v2, ud_en_ewt, ud_en_ewt_sample, ud_zh_gsd",
     ),
     "variant on a non-binary data set": (
         {"task": {"dataset": "conll2003", "variant": ["original", "+positive"]}},

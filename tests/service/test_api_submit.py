@@ -73,7 +73,7 @@ INVALID_SPECS: dict[str, tuple[dict[str, Any], list[Any], str]] = {
     "dataset-files-missing": (
         {**SMOKE, "task": {"kind": "ner", "dataset": "conll2003"}},
         ["body", "task", "dataset", 0],
-        "data set 'conll2003': conll2003/train.txt is missing from the data-sets folder",
+        "data set 'conll2003': conll2003/train.txt is missing from the service's data-sets folder",
     ),
     "too-many-trials": (
         {**SMOKE, "seeds": list(range(10))},

@@ -93,7 +93,7 @@ def test_on_loopback_without_keys_the_pages_are_open(api: Api) -> None:
     sweep = api.client.get(f"/sweeps/{created.json()['id']}")
     assert sweep.status_code == 200 and "pending" in _text(sweep.text)
     # Not started yet: its grid's trials are listed as pending.
-    assert "ce seed=0 ud_en_ewt/original pending" in _text(sweep.text)
+    assert "ce seed=0 ud_en_ewt_sample/original pending" in _text(sweep.text)
 
 
 def test_the_list_page_shows_each_sweep_with_its_progress(

@@ -88,18 +88,22 @@ def test_on_a_terminal_the_progress_is_drawn_live_then_the_table(
     assert re.search(r"0/2 trials \(0%\)", drawn) and "2/2 trials (100%)" in drawn
     assert re.search(r"elapsed \d+:\d\d:\d\d", drawn) and re.search(r"ETA \d+:\d\d:\d\d", drawn)
     assert "best eval_f1" in drawn
-    assert "seed=0 ud_en_ewt/original" in drawn  # a running trial's line
+    assert "seed=0 ud_en_ewt_sample/original" in drawn  # a running trial's line
     assert TABLE_ROW in drawn  # the table at the end
     assert "2 done, 0 failed" in drawn
     assert ROUTINE not in drawn and routine_logged(short_home)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)  # what it says, without the codes
-    running_dsc = r"  dsc\(alpha=0\.1,scope=set\) seed=0 ud_en_ewt/original +(starting|epoch)"
+    running_dsc = (
+        r"  dsc\(alpha=0\.1,scope=set\) seed=0 ud_en_ewt_sample/original +(starting|epoch)"
+    )
     assert re.search(running_dsc, text)
     clocks = set(re.findall(r"0/2 trials \(0%\) +elapsed (\S+)", text))
     assert len(clocks) >= 2  # redrawn as the clock moves while the counts stand still
     shown = frames(drawn)
     assert len(shown) >= 3  # redrawn on a timer, not once per change
-    assert any("running" in frame and "seed=0 ud_en_ewt/original" in frame for frame in shown)
+    assert any(
+        "running" in frame and "seed=0 ud_en_ewt_sample/original" in frame for frame in shown
+    )
     kept = os.environ.get("DICESWEEP_SCREENSHOTS")
     if kept:  # the README's picture: the busiest frame, then what followed it
         busiest = max(shown, key=lambda frame: frame.count("seed="))

@@ -141,7 +141,7 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert trial.info.status == "FINISHED"
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert tags["dicesweep.seed"] == "0" and tags["dicesweep.variant"] == "original"
-        assert params["dataset"] == "ud_en_ewt" and params["training.epochs"] == "1"
+        assert params["dataset"] == "ud_en_ewt_sample" and params["training.epochs"] == "1"
         assert 0 <= metrics["eval_f1"] <= 100 and "train_loss" in metrics
         assert steps_logged(client, trial.info.run_id) == [63]  # 2000 sentences / 32
         assert metrics["optimizer_steps"] == 63 and tags["dicesweep.stop_reason"] == "epochs"
@@ -163,7 +163,7 @@ def test_smoke_sweep_writes_parent_and_nested_runs(smoke: dict[str, Any]) -> Non
         assert trial.data.metrics["eval_f1"] > trial.data.metrics["eval_baseline_f1"] + 30
         label = metric_key(trial.data.tags["dicesweep.loss_label"])
         value = pytest.approx(trial.data.metrics["eval_f1"])
-        assert parent.data.metrics[f"grid/{label}/ud_en_ewt/mean"] == value
+        assert parent.data.metrics[f"grid/{label}/ud_en_ewt_sample/mean"] == value
         assert parent.data.metrics[f"best_eval_f1/{label}"] == value
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/grid.md", "report/grid.csv", "report/grid.tex", "report/grid.png"} <= artifacts
@@ -209,7 +209,7 @@ def test_grid_command_renders_the_sweep(smoke: dict[str, Any], fmt: str) -> None
     elif fmt == "latex":
         assert "\\toprule" in text and "\\label{tab:smoke-test}" in text
     else:
-        assert "dsc(alpha=0.1,scope=set)" in text and "ud_en_ewt" in text
+        assert "dsc(alpha=0.1,scope=set)" in text and "ud_en_ewt_sample" in text
 
 
 @pytest.mark.data

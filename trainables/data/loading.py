@@ -59,7 +59,7 @@ def load_split(dataset: DatasetInfo | str, split: Split, datasets_dir: Path) -> 
 
 
 def _existing_file(info: DatasetInfo, split: Split, datasets_dir: Path, relative: str) -> Path:
-    path = Path(relative) if info.local else resolve_inside(datasets_dir, relative)
+    path = Path(relative) if info.local else resolve_inside(info.root(datasets_dir), relative)
     if not path.is_file():
         raise FileNotFoundError(
             f"data set {info.name!r} ({split} split): file not found at {path}; "
