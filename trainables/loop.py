@@ -230,7 +230,9 @@ def fit(
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
     model = data.task.build_model(model_name, vocab).to(device)
     counts = data.task.class_counts(data.train_features)
-    loss_fn = build_loss(loss_spec, class_counts=counts).to(device)
+    # Span tasks name no classes (their losses see binary start/end inputs): no labels.
+    labels = data.task.labels or None
+    loss_fn = build_loss(loss_spec, class_counts=counts, labels=labels).to(device)
     steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)
     total_steps = training.total_steps(steps_per_epoch)
     optimizer, scheduler = build_optimizer(model, training, total_steps)

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from search_spaces.losses import LossSpecError
+from search_spaces.settings import DicesweepSettings
 from trainables.losses import build_loss
+from trainables.train import run_trial
 
 TAGS = ("B-PER", "I-PER", "O")
 # Two words, softmax probabilities chosen as logits' logs:
@@ -173,3 +176,42 @@ def test_tversky_ohem_by_hand(square: bool) -> None:
     expected = 1 - (tp + 1) / (tp + 0.6 * fp + 0.4 * fn + 1)
     value = build_loss({**TVERSKY, "ohem_ratio": 1.0, "square": square})(logits, target)
     assert value.item() == pytest.approx(expected.item(), abs=1e-12)
+
+
+class _Reports:
+    """A reporter that keeps nothing: the trial's final metrics are what is checked."""
+
+    def latest_checkpoint(self) -> Path | None:
+        return None
+
+    def report(self, metrics: dict[str, float], checkpoint_dir: Path) -> None:
+        pass
+
+    def progress(self, step: int, total: int, loss: float) -> None:
+        pass
+
+
+def _toy_trial(loss: dict[str, object]) -> dict[str, object]:
+    return {
+        "sweep_id": "test",
+        "dataset": "conll2003",  # the toy CoNLL-style set: O, B-PER, I-PER, B-LOC
+        "variant": "original",
+        "model": "tiny-bert",
+        "loss": loss,
+        "seed": 0,
+        "training": {
+            "epochs": 2,
+            "learning_rate": 2e-3,
+            "batch_size": 16,
+            "max_seq_length": 32,
+            "warmup_ratio": 0.0,
+        },
+    }
+
+
+def test_a_tagging_trial_leaves_out_its_tasks_o(toy_home: DicesweepSettings) -> None:
+    # The trainable hands the task's tags to build_loss, so the spec names a tag, not an index.
+    loss = {"name": "tversky", "alpha": 0.3, "beta": 0.7, "scope": "set", "classes": "foreground"}
+    assert run_trial(_toy_trial(loss), _Reports(), toy_home)["eval_f1"] > 50.0
+    with pytest.raises(LossSpecError, match="background 'B-MISC' is not a tag of the task"):
+        run_trial(_toy_trial({**loss, "background": "B-MISC"}), _Reports(), toy_home)
