@@ -28,7 +28,8 @@ def outside_roots(roots: Sequence[Path]) -> str:
 
 OUTSIDE_ROOTS = (
     "is not under the data-sets folder or another allowed root "
-    "(DICESWEEP_DATASETS_DIR, DICESWEEP_DATA_ROOTS); symlinks are followed"
+    "(DICESWEEP_DATASETS_DIR, $DICESWEEP_HOME/datasets, DICESWEEP_DATA_ROOTS); "
+    "symlinks are followed"
 )
 # A model folder is walked file by file: this many entries at most (a saved model has
 # a dozen; a folder with more is refused rather than walked without end).
@@ -40,12 +41,21 @@ class OutsideRootsError(ValueError):
     as it was given, never where it points nor anything it holds."""
 
 
+def confined_roots(datasets_dir: Path, home: Path, data_roots: Sequence[Path]) -> list[Path]:
+    """The folders reads are confined to, the one list the service checks a submission
+    against and its job's driver and trials check again: the data-sets folder, the
+    home's ``datasets`` folder (always, so a folder copied there is accepted whatever
+    DICESWEEP_DATASETS_DIR says) and ``data_roots``; each once, in that order."""
+    return list(dict.fromkeys([datasets_dir, home / "datasets", *data_roots]))
+
+
 def allowed_roots(settings: DicesweepSettings) -> list[Path] | None:
-    """The data-sets folder and ``data_roots`` when reads are confined (a service's
-    job), None when any folder may be read (``dicesweep run``)."""
+    """``confined_roots`` of ``settings`` when reads are confined (a service's job, whose
+    environment carries the service's home, data-sets folder and roots), None when any
+    folder may be read (``dicesweep run``)."""
     if settings.data_roots is None:
         return None
-    return [settings.datasets_dir, *settings.data_roots]
+    return confined_roots(settings.datasets_dir, settings.home, settings.data_roots)
 
 
 def is_under(path: Path, roots: Sequence[Path]) -> bool:

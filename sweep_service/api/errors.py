@@ -53,6 +53,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "spec_too_large": 413,  # a resolved spec over DICESWEEP_MAX_SPEC_BYTES
     "runner_unavailable": 503,  # the cluster did not take a stop request
     "tracking_unavailable": 503,  # MLflow did not answer
+    "renderer_busy": 503,  # too many plots waiting to be drawn
     "store_unavailable": 503,
     "internal_error": 500,  # a failure of the service itself, logged
 }
@@ -108,8 +109,14 @@ class ApiError(StarletteHTTPException):
         KeyError: ``code`` is not in ``STATUS_BY_CODE``.
     """
 
-    def __init__(self, code: str, detail: str | list[dict[str, Any]]) -> None:
-        super().__init__(STATUS_BY_CODE[code], detail if isinstance(detail, str) else None)
+    def __init__(
+        self,
+        code: str,
+        detail: str | list[dict[str, Any]],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        shown = detail if isinstance(detail, str) else None
+        super().__init__(STATUS_BY_CODE[code], shown, dict(headers) if headers else None)
         self.code = code
         self.body = detail  # what the error body's ``detail`` holds
 

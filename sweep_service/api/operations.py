@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from search_spaces.checks import dataset_issues, model_issues, spec_size
+from search_spaces.data_roots import confined_roots
 from search_spaces.errors import SpecError, SpecIssue
 from search_spaces.presets import resolve_spec
 from search_spaces.spec import SweepSpec
@@ -82,11 +83,8 @@ def resource_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> li
 
 def data_roots(settings: ServiceSettings) -> list[Path]:
     """The folders a submission's local data set or model folder may lie in: the
-    data-sets folder, the home's ``datasets`` folder (always, so a folder copied there
-    is accepted by a running service whatever DICESWEEP_DATASETS_DIR says) and
-    ``settings.data_roots``; each once, in that order."""
-    candidates = [_datasets_dir(settings), settings.home / "datasets", *settings.data_roots]
-    return list(dict.fromkeys(candidates))
+    driver's and the trials' own (``search_spaces.data_roots.confined_roots``)."""
+    return confined_roots(_datasets_dir(settings), settings.home, settings.data_roots)
 
 
 def _datasets_dir(settings: ServiceSettings) -> Path:

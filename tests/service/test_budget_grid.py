@@ -9,9 +9,10 @@ import struct
 import pandas as pd
 import pytest
 
+from search_spaces.reports import to_markdown
 from search_spaces.reports.budget import stage_one_is_random
 from sweep_service.api.errors import ApiError
-from sweep_service.api.grid import GridFormat, grid_of, render
+from sweep_service.api.grid import PngRenderer, grid_of
 from sweep_service.web.views import grid_html
 from tests.stage_rows import two_stage_rows
 
@@ -25,12 +26,11 @@ def test_the_grid_of_a_two_stage_sweep_leaves_stage_one_out_and_carries_its_curv
     table = grid_of(trials, "sweep 'sw-1'", "two-stage", random_sampling=True)
     assert table.at["ce", ("mrpc", "count")] == 3  # stage 2's seeds only
     assert table.attrs["budget"]["reading"] == "dsc overtakes ce at 5 trials."
-    markdown = render(table, GridFormat.MARKDOWN)[0].decode()
-    assert "Reading: dsc overtakes ce at 5 trials." in markdown
-    png, media_type = render(table, GridFormat.PNG)
+    assert "Reading: dsc overtakes ce at 5 trials." in to_markdown(table)
+    renderer = PngRenderer()  # the API's, which draws every PNG it serves
+    png = renderer.png(table).result()
     plain = grid_of(trials[trials["stage"] == "final"], "sweep 'sw-1'", "two-stage")
-    assert media_type == "image/png"
-    assert _height(png) > _height(render(plain, GridFormat.PNG)[0]) + 300
+    assert _height(png) > _height(renderer.png(plain).result()) + 300
 
 
 def test_a_sweep_still_in_stage_one_has_no_table_yet() -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,8 @@ def write_reports(
     """Attach the table of ``metric`` over ``rows`` in the paper's layout (Markdown, CSV,
     LaTeX, HTML, JSON, PNG; titled ``name``), the paired tests against the baseline and
     the rows themselves, and log the table's numbers and the best cell of each row as
-    metrics of the parent run (``table_metrics``); returns the table as Markdown.
+    metrics of the parent run (``table_metrics``); returns the table as Markdown
+    (empty when it could not be rendered: ``write_renderings``).
     Stage-1 rows (a two-stage sweep's) are left out of the table and give its budget
     curves instead (``budget_curves.csv``, and under the table in every format), read
     as random draws where ``random_sampling``."""
@@ -116,12 +118,9 @@ def write_reports(
     tests = paired_test(rows, rows_key, cols_key, metric, baseline) if baseline else pd.DataFrame()
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
-        (out / "grid.md").write_text(to_markdown(table))
-        (out / "grid.csv").write_text(to_csv(table))
-        (out / "grid.tex").write_text(to_latex(table))
-        (out / "grid.html").write_text(to_html(table))
-        (out / "grid.json").write_text(to_json(table))
-        (out / "grid.png").write_bytes(to_png(table))
+        for failure in write_renderings(table, out):
+            print(f"report file not written: {failure}", file=sys.stderr)
+        markdown = (out / "grid.md").read_text() if (out / "grid.md").exists() else ""
         curves = budget_frame(table)
         if not curves.empty:
             curves.to_csv(out / "budget_curves.csv", index=False)
@@ -134,7 +133,38 @@ def write_reports(
     batch = [Metric(key, value, now, 0) for key, value in table_metrics(table).items()]
     for start in range(0, len(batch), 1000):  # MLflow's batch limit
         client.log_batch(run_id, metrics=batch[start : start + 1000])
-    return to_markdown(table)
+    return markdown
+
+
+# The table's renderings attached to the parent run: each file and what renders it.
+RENDERINGS: tuple[tuple[str, Callable[[pd.DataFrame], str | bytes]], ...] = (
+    ("grid.md", to_markdown),
+    ("grid.csv", to_csv),
+    ("grid.tex", to_latex),
+    ("grid.html", to_html),
+    ("grid.json", to_json),
+    ("grid.png", to_png),
+)
+
+
+def write_renderings(table: pd.DataFrame, out: Path) -> list[str]:
+    """Each of ``RENDERINGS`` of ``table`` written under ``out``; returns one line per
+    rendering that failed (``"grid.png: ValueError: ..."``). A report that cannot be
+    drawn never fails the sweep that produced it: the other files, the tests, the
+    trials' rows and the table's metrics are attached all the same."""
+    failures = []
+    for name, render in RENDERINGS:
+        try:
+            content = render(table)
+        except Exception as error:  # a name or a value a renderer cannot take
+            lines = str(error).strip().splitlines()
+            failures.append(f"{name}: {type(error).__name__}: {lines[0] if lines else ''}")
+            continue
+        if isinstance(content, bytes):
+            (out / name).write_bytes(content)
+        else:
+            (out / name).write_text(content)
+    return failures
 
 
 def tuned_by_label(chosen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

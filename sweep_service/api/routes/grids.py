@@ -7,11 +7,21 @@ from typing import Annotated
 
 import pandas as pd
 from fastapi import APIRouter, Query, Response
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from search_spaces.reports.budget import stage_one_is_random
-from sweep_service.api.deps import OwnerDep, SessionDep, TrackingDep
+from sweep_service.api.auth import Caller
+from sweep_service.api.deps import OwnerDep, ServicesDep, SessionDep, TrackingDep
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
-from sweep_service.api.grid import MAX_MERGED_SWEEPS, MEDIA_TYPES, GridFormat, grid_of, render
+from sweep_service.api.grid import (
+    MAX_MERGED_SWEEPS,
+    MEDIA_TYPES,
+    GridFormat,
+    grid_of,
+    grid_response,
+)
 from sweep_service.api.trials import sweep_trials
 from sweep_service.store import get_sweep
 
@@ -37,11 +47,12 @@ IdsQuery = Annotated[
         ),
     },
 )
-def read_merged_grid(
+async def read_merged_grid(
     ids: IdsQuery,
     session: SessionDep,
     owner: OwnerDep,
     tracking: TrackingDep,
+    services: ServicesDep,
     rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
@@ -50,6 +61,27 @@ def read_merged_grid(
     """One table over the finished trials of every sweep in ``ids`` (each the
     caller's), in the paper's layout unless ``rows``/``cols`` are given; the rows
     carry a ``sweep`` column, so ``rows=sweep`` compares the sweeps themselves."""
+    # Async: a PNG is awaited from the API's one renderer without holding a request
+    # thread; the store and MLflow are read on the thread pool.
+    table = await run_in_threadpool(merged_table, ids, session, owner, tracking, rows, cols, metric)
+    return await grid_response(table, fmt, services.png)
+
+
+def merged_table(
+    ids: list[str],
+    session: Session,
+    owner: Caller,
+    tracking: MlflowClient,
+    rows: str | None,
+    cols: str | None,
+    metric: str,
+) -> pd.DataFrame:
+    """The merged table of the caller's sweeps ``ids`` (``read_merged_grid``).
+
+    Raises:
+        ApiError: ``invalid_request`` for no ids or too many; what ``grid_of`` raises.
+        NotFoundError: an id that is no sweep of the caller's.
+    """
     wanted = list(dict.fromkeys(p.strip() for value in ids for p in value.split(",") if p.strip()))
     if not wanted or len(wanted) > MAX_MERGED_SWEEPS:
         message = f"give 1 to {MAX_MERGED_SWEEPS} sweep ids; got {len(wanted)}"
@@ -63,6 +95,4 @@ def read_merged_grid(
     subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
     title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
     random_sampling = all(stage_one_is_random(sweep.resolved_spec) for sweep in sweeps)
-    table = grid_of(trials, subject, title, rows, cols, metric, random_sampling)
-    content, media_type = render(table, fmt)
-    return Response(content, media_type=media_type)
+    return grid_of(trials, subject, title, rows, cols, metric, random_sampling)

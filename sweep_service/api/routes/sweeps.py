@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
@@ -21,7 +20,7 @@ from sweep_service.api.deps import (
     TrackingDep,
 )
 from sweep_service.api.errors import COMMON_ERRORS, documented
-from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, render
+from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, grid_response
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
 from sweep_service.api.schemas import (
@@ -202,11 +201,7 @@ async def read_grid(
     table = await run_in_threadpool(
         grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling
     )
-    if fmt is GridFormat.PNG:
-        content = await asyncio.wrap_future(services.png.png(table))
-        return Response(content, media_type=MEDIA_TYPES[fmt])
-    content, media_type = await run_in_threadpool(render, table, fmt)
-    return Response(content, media_type=media_type)
+    return await grid_response(table, fmt, services.png)
 
 
 @router.post(

@@ -1,0 +1,104 @@
+"""Every PNG the API serves comes from its one renderer, off the request threads and
+bounded, and draws names as text: the merged grid's PNGs too (seen: drawn on the
+request threads, 16 of them held a list of sweeps for 25 s), and a data set named in
+matplotlib's mathtext (seen: 500 on both PNG routes)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from sqlalchemy.orm import Session
+
+from search_spaces.reports import paper_table
+from sweep_service.api.errors import ApiError
+from sweep_service.api.grid import PngRenderer
+from sweep_service.store import Owner, create_api_key, create_sweep
+from tests.service.api_fixtures import Api, FakeTrial, bearer, write_trials
+from tests.service.factories import make_draft
+
+MATHTEXT = r"$\undefinedmacro{x}$"  # matplotlib's mathtext refuses it
+
+
+def finished(sweep_id: str, tracking: MlflowClient, dataset: str = "mrpc") -> None:
+    write_trials(
+        tracking,
+        sweep_id,
+        [
+            FakeTrial({"name": "ce"}, seed=0, dataset=dataset, eval_f1=80.0),
+            FakeTrial({"name": "ce"}, seed=1, dataset=dataset, eval_f1=81.0),
+            FakeTrial({"name": "dice"}, seed=0, dataset=dataset, eval_f1=82.0),
+            FakeTrial({"name": "dice"}, seed=1, dataset=dataset, eval_f1=84.0),
+        ],
+    )
+
+
+def test_a_name_in_mathtext_is_drawn_as_text_on_both_png_routes(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    sweep = create_sweep(session, alice.id, make_draft(MATHTEXT.strip("$\\{}"), trials=4)).sweep
+    finished(sweep.id, tracking, dataset=MATHTEXT)
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    for path in (f"/v1/sweeps/{sweep.id}/grid", f"/v1/grid?ids={sweep.id}"):
+        separator = "&" if "?" in path else "?"
+        answer = api.client.get(f"{path}{separator}format=png", headers=headers)
+        assert answer.status_code == 200, (path, answer.text[:300])
+        assert answer.content.startswith(b"\x89PNG")
+
+
+def test_merged_pngs_come_from_the_one_renderer(
+    api: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    first = create_sweep(session, alice.id, make_draft("first", trials=4)).sweep
+    second = create_sweep(session, alice.id, make_draft("second", trials=4)).sweep
+    finished(first.id, tracking)
+    finished(second.id, tracking, dataset="ud_en_ewt")
+    headers = bearer(create_api_key(session, alice.id).plain_key)
+    renderer = api.client.app.state.services.png  # type: ignore[attr-defined]
+    paths = [
+        f"/v1/grid?ids={ids}&rows={rows}&cols={cols}&format=png"
+        for ids in (first.id, second.id, f"{first.id},{second.id}", f"{second.id},{first.id}")
+        for rows, cols in (("loss", "dataset"), ("dataset", "loss"), ("loss", "sweep"))
+    ]
+    listed: list[float] = []
+
+    def list_sweeps() -> None:
+        while renderer.drawn < len(paths) or any(not f.done() for f in renderer._kept.values()):
+            started = time.perf_counter()
+            assert api.client.get("/v1/sweeps", headers=headers).status_code == 200
+            listed.append(time.perf_counter() - started)
+
+    with ThreadPoolExecutor(len(paths) + 1) as pool:
+        lister = pool.submit(list_sweeps)
+        answers = list(pool.map(lambda path: api.client.get(path, headers=headers), paths))
+        lister.result(timeout=120)
+    assert [a.status_code for a in answers] == [200] * len(paths), answers[0].text
+    assert all(a.content.startswith(b"\x89PNG") for a in answers)
+    assert renderer.drawn == len(paths)  # each drawn once, by the renderer
+    again = api.client.get(paths[0], headers=headers)
+    assert again.content == answers[0].content and renderer.drawn == len(paths)  # kept
+    assert listed and max(listed) < 5, listed  # seconds, on a loaded 2-core machine
+
+
+def small_table(dataset: str) -> pd.DataFrame:
+    rows = [
+        {"loss": loss, "loss_name": loss, "dataset": dataset, "variant": "original"}
+        | {"seed": seed, "eval_f1": 80.0 + seed, "status": "FINISHED"}
+        for loss in ("ce", "dice")
+        for seed in (0, 1)
+    ]
+    return paper_table(pd.DataFrame(rows), "eval_f1")
+
+
+def test_the_renderer_refuses_more_drawings_than_it_queues() -> None:
+    renderer = PngRenderer(max_waiting=1)
+    drawing = renderer.png(small_table("mrpc"))
+    with pytest.raises(ApiError) as refused:
+        renderer.png(small_table("qqp"))
+    assert refused.value.code == "renderer_busy"
+    assert refused.value.headers == {"Retry-After": "2"}
+    assert drawing.result(timeout=60).startswith(b"\x89PNG")
+    assert renderer.png(small_table("qqp")).result(timeout=60).startswith(b"\x89PNG")  # its turn
