@@ -50,8 +50,9 @@ def write_credentials(path: Path, username: str, password: str) -> Path:
 
 
 def read_private_text(path: Path, setting: str) -> str:
-    """The stripped text of ``path``, a file its owner alone may read (``setting`` names
-    where the path came from, for the message).
+    """The stripped text of ``path``, a file no other user may read: its owner's, or
+    its group's too (a Kubernetes Secret mounted under the pod's ``fsGroup``);
+    ``setting`` names where the path came from, for the message.
 
     Raises:
         CredentialsFileError: no such file, others may read it, or it is empty.
@@ -61,7 +62,7 @@ def read_private_text(path: Path, setting: str) -> str:
         text = path.read_text(encoding="utf-8").strip()
     except OSError as error:
         raise CredentialsFileError(f"{setting} {path}: {error.strerror}") from error
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+    if mode & stat.S_IRWXO:
         raise CredentialsFileError(f"{setting} {path}: others may read it (chmod 600)")
     if not text:
         raise CredentialsFileError(f"{setting} {path}: empty")

@@ -141,6 +141,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     ]
     if store.startswith("sqlite:"):
         command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
+    from sweep_service.mlflow_ui import protect_embedded_ui
+
+    command += protect_embedded_ui(settings, args.host, args.port)
     return _serve_until_stopped(command)
 
 
@@ -216,6 +219,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print(
                 f"key {issued.api_key.prefix} for owner {owner.name}; shown once", file=sys.stderr
             )
+            from sweep_service.mlflow_ui import print_sign_in
+
+            print_sign_in(settings, owner.name)
         elif args.action == "list":
             owner = store.get_owner_by_name(session, args.owner)
             for key in store.list_api_keys(session, owner.id):

@@ -38,6 +38,13 @@ MANAGE = "MANAGE"
 PERMISSIONS = "/api/3.0/mlflow/users/permissions"  # MLflow 3's per-user grants
 
 
+def derive_password(admin_password: str, owner: str) -> str:
+    """``owner``'s MLflow password: 43 URL-safe characters, HMAC-SHA256 of the owner's
+    name under the admin's password."""
+    digest = hmac.new(admin_password.encode(), f"dicesweep owner {owner}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
+
+
 class MlflowAccessError(RuntimeError):
     """The MLflow server refused the admin, or an owner cannot be an MLflow user."""
 
@@ -90,9 +97,8 @@ class OwnerAccess:
         return cls(tracking_uri, settings.admin_username, password)
 
     def password(self, owner: str) -> str:
-        """The owner's MLflow password: 43 URL-safe characters derived from the admin's."""
-        digest = hmac.new(self._secret, f"dicesweep owner {owner}".encode(), hashlib.sha256)
-        return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
+        """The owner's MLflow password (``derive_password``)."""
+        return derive_password(self._secret.decode(), owner)
 
     def ensure_owner(self, owner: str) -> OwnerCredentials:
         """Make ``owner`` an MLflow user (its password the derived one) with MANAGE on

@@ -64,12 +64,17 @@ class Runner(Protocol):
     def stop(self, job: str) -> None:
         """Ask the job to stop; a no-op when it has finished or does not exist."""
 
+    def logs(self, job: str) -> str:
+        """The end of the job's log (its driver's output), at most ``MAX_LOG_CHARS``;
+        "" for a job that does not exist."""
+
     def nodes(self) -> list[dict[str, float]] | None:
         """Each alive node's total resources (``{"CPU": 16, "GPU": 1, ...}``), or None
         when the cluster cannot say (then nothing is refused for it)."""
 
 
 SPEC_FILE = "spec.json"  # in the job's working folder
+MAX_LOG_CHARS = 1_000_000  # of a job's log served to its owner: the end of it
 CREDENTIALS_FILE = "mlflow_credentials"  # beside it, with MLflow's access control on
 
 
@@ -77,6 +82,22 @@ def driver_entrypoint(sweep_id: str, experiment: str, python: str = "python") ->
     """The shell command a sweep's job runs, in a working folder holding ``SPEC_FILE``."""
     command = [python, "-m", "trainables.driver", "--resolved-spec", SPEC_FILE]
     return shlex.join([*command, "--sweep-id", sweep_id, "--experiment", experiment])
+
+
+def sign_in(access: OwnerAccess | None, folder: Path, experiment: str) -> dict[str, str]:
+    """The owner of ``experiment`` (``dicesweep/<owner>``) made an MLflow user with
+    MANAGE on it and its credentials written to ``folder`` (``CREDENTIALS_FILE``,
+    0600); the job's variables that point the driver's MLflow client there (names, no
+    secret). Nothing without access control.
+
+    Raises:
+        MlflowAccessError: the MLflow server refused (the reconciler tries again).
+    """
+    if access is None:
+        return {}
+    granted = access.ensure_owner(experiment.removeprefix(f"{EXPERIMENT}/"))
+    write_credentials(folder / CREDENTIALS_FILE, granted.username, granted.password)
+    return {"MLFLOW_TRACKING_AUTH": PROVIDER, CREDENTIALS_ENV: CREDENTIALS_FILE}
 
 
 class RayJobRunner:
@@ -103,7 +124,7 @@ class RayJobRunner:
             return
         with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
             (Path(folder) / SPEC_FILE).write_text(json.dumps(dict(spec)))
-            env_vars = {**self._env_vars, **self._sign_in(Path(folder), experiment)}
+            env_vars = {**self._env_vars, **sign_in(self._access, Path(folder), experiment)}
             # The client uploads the folder to the cluster before this returns.
             runtime_env = {"working_dir": folder, "env_vars": env_vars}
             try:
@@ -142,6 +163,15 @@ class RayJobRunner:
     def stop(self, job: str) -> None:
         if self.state(job)[0] in (JobState.PENDING, JobState.RUNNING):
             self._client.stop_job(job)
+
+    def logs(self, job: str) -> str:
+        try:
+            text = str(self._client.get_job_logs(job))
+        except RuntimeError as error:  # the Jobs API answers 404 for an unknown id
+            if "does not exist" in str(error) or "404" in str(error):
+                return ""
+            raise
+        return text[-MAX_LOG_CHARS:]
 
     def nodes(self) -> list[dict[str, float]] | None:
         # Asked at each submission: kept a while, so a burst of them asks once.
