@@ -32,7 +32,7 @@ def shard_rows(results: Path, name: str) -> pd.DataFrame:
     rows = pd.read_csv(results / f"{name}-trials.csv")
     if "loss_name" not in rows:  # shards published before the CSV carried it
         rows["loss_name"] = rows["loss"].str.split("(").str[0]
-    for column in ("degenerate_reason", "stop_reason"):
+    for column in ("degenerate_reason", "below_no_skill_reason", "stop_reason"):
         if column in rows:
             rows[column] = rows[column].astype("string").fillna("")
     rows["shard"] = name

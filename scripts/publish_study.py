@@ -43,7 +43,8 @@ TRIAL_COLUMNS = [
     "tuned_epochs",
     "optimizer_steps",
     "stop_reason",
-    "degenerate_reason",
+    "degenerate_reason",  # constant (search_spaces.flags)
+    "below_no_skill_reason",
     "eval_f1",
     "eval_precision",
     "eval_recall",
@@ -76,8 +77,9 @@ def trials(api: httpx.Client, sweep_id: str) -> pd.DataFrame:
         if not token:
             break
     frame = pd.DataFrame(lines)
-    if "degenerate_reason" in frame:  # an empty cell: the trial learned something
-        frame["degenerate_reason"] = frame["degenerate_reason"].fillna("")
+    for column in ("degenerate_reason", "below_no_skill_reason"):  # empty: not marked
+        if column in frame:
+            frame[column] = frame[column].fillna("")
     return frame[[c for c in TRIAL_COLUMNS if c in frame.columns]]
 
 

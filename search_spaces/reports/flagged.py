@@ -12,7 +12,7 @@ test resolves it (``|Δ| ≥`` the resolvable difference), the notes give both f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -85,40 +85,49 @@ def with_every_cell(table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_sensitivity(
-    table: pd.DataFrame, tests: pd.DataFrame, without: pd.DataFrame
+    table: pd.DataFrame, tests: pd.DataFrame, without: pd.DataFrame, tests_without: pd.DataFrame
 ) -> pd.DataFrame:
     """``table`` carrying, in ``attrs["sensitivity"]``, each Δ whose sign or resolution
     changes when the below-no-skill trials are left out too: ``row``, ``column``,
-    ``delta`` and ``resolvable`` as tested (``tests``, ``paired_test`` over the trials
-    that are not constant), ``delta_without`` and ``resolvable_without`` from
-    ``without`` (the same test without the below-no-skill trials)."""
+    ``delta`` (the table's) and ``resolvable`` (its test's, ``tests``), ``delta_without``
+    and ``resolvable_without`` from ``without`` (the ``pivot_table`` of the trials that
+    are neither constant nor below no-skill) and ``tests_without`` (their tests)."""
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
-    others = {(line[rows_key], line[cols_key]): line for line in without.to_dict("records")}
+    resolvable = _resolvable(tests, rows_key, cols_key)
+    resolvable_without = _resolvable(tests_without, rows_key, cols_key)
     changed = []
-    for line in tests.to_dict("records"):
-        key = (line[rows_key], line[cols_key])
-        other = others.get(key)
-        if other is None or not _differ(line, other):
+    for (row, column), figure in resolvable.items():
+        if (row, column) not in resolvable_without or row not in without.index:
             continue
-        changed.append(
-            {
-                "row": key[0],
-                "column": key[1],
-                "delta": float(line["mean_diff"]),
-                "resolvable": float(line["resolvable"]),
-                "delta_without": float(other["mean_diff"]),
-                "resolvable_without": float(other["resolvable"]),
-            }
-        )
+        delta = float(table.at[row, (column, "delta")])
+        delta_without = float(without.at[row, (column, "delta")])
+        figure_without = resolvable_without[(row, column)]
+        if _differ(delta, figure, delta_without, figure_without):
+            changed.append(
+                {
+                    "row": row,
+                    "column": column,
+                    "delta": delta,
+                    "resolvable": figure,
+                    "delta_without": delta_without,
+                    "resolvable_without": figure_without,
+                }
+            )
     table.attrs["sensitivity"] = changed
     return table
 
 
-def _differ(line: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
-    """Whether two tests of one cell disagree on the Δ's sign or on resolving it."""
-    delta, alt = float(line["mean_diff"]), float(other["mean_diff"])
-    if math.isnan(delta) or math.isnan(alt):
+def _resolvable(tests: pd.DataFrame, rows_key: str, cols_key: str) -> dict[Any, float]:
+    """Each tested cell's resolvable difference: ``{(row, column): figure}``."""
+    return {
+        (line[rows_key], line[cols_key]): float(line["resolvable"])
+        for line in tests.to_dict("records")
+    }
+
+
+def _differ(delta: float, figure: float, other: float, other_figure: float) -> bool:
+    """Whether two Δs of one cell disagree on their sign or on being resolved (``|Δ|``
+    at least the resolvable difference; NaN resolves nothing)."""
+    if math.isnan(delta) or math.isnan(other):
         return False
-    resolved = abs(delta) >= float(line["resolvable"])  # NaN resolves nothing
-    resolved_alt = abs(alt) >= float(other["resolvable"])
-    return (delta > 0) != (alt > 0) or resolved != resolved_alt
+    return (delta > 0) != (other > 0) or (abs(delta) >= figure) != (abs(other) >= other_figure)

@@ -277,8 +277,9 @@ def paper_table(
         table = with_significance(table, tests)
         kept = learned.drop(index=below.index)
         if len(below) and baseline in set(kept[rows_key]):
-            without = paired_test(kept, rows_key, cols_key, metric, baseline)
-            table = with_sensitivity(table, tests, without)
+            without = pivot_table(kept, rows_key, cols_key, metric, baseline)
+            tests_without = paired_test(kept, rows_key, cols_key, metric, baseline)
+            table = with_sensitivity(table, tests, without, tests_without)
     table.attrs["title"] = title
     table = with_marks(table, rows, constant, below)
     table.attrs["baselines"] = no_skill_baselines(rows)

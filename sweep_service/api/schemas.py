@@ -77,6 +77,7 @@ class SweepLinks(BaseModel):
     trials: str
     grid: str
     cancel: str
+    log: str  # the driver's log (text), whose reason the sweep's message gives
     mlflow_experiment: str | None = None
     mlflow_run: str | None = None
     # The sweep's runs in MLflow's chart view, the trials' charts before the parents'
@@ -179,9 +180,12 @@ class TrialPublic(BaseModel):
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
     failure_reason: str | None = None  # FAILED only: e.g. "diverged at step 12 (training loss nan)"
-    # Its latest dev predictions show it learned nothing: e.g. "predicts positive for
-    # 99.3% of pairs" (search_spaces.reports.tables.degenerate_reason); never the best.
+    # Its latest dev predictions are constant, it learned nothing: e.g. "predicts
+    # positive for 99.3% of pairs" (search_spaces.flags.degenerate_reason); never the best.
     degenerate_reason: str | None = None
+    # Not constant, but at or under the no-skill rule: "eval_f1 46.07 ≤ no-skill 48.04"
+    # (search_spaces.flags.below_no_skill_reason); in the tables' statistics, marked.
+    below_no_skill_reason: str | None = None
     # FINISHED only: why it stopped: epochs, max_steps, early_stopping or scheduler
     stop_reason: str | None = None
     mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)

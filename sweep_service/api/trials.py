@@ -14,7 +14,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import CHART_VIEW
-from search_spaces.reports import METRICS, degenerate_reason
+from search_spaces.reports import METRICS, below_no_skill_reason, degenerate_reason
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
@@ -207,6 +207,7 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         metrics=metrics,
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
         degenerate_reason=degenerate_reason(metrics),
+        below_no_skill_reason=below_no_skill_reason(metrics),
         stop_reason=None if _missing(row.get("stop_reason")) else row["stop_reason"],
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )

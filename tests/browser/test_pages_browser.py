@@ -233,13 +233,15 @@ def test_the_sweep_page_follows_a_running_sweep_to_its_final_table(
     expect(grid.locator("tbody tr")).to_have_count(len(losses))
     expect(grid.locator("tbody tr").first).to_contain_text("ce")
     expect(grid.locator("caption")).to_contain_text("mean ± std over")
-    # Each cell as the API's grid has it: a mean over its seeds, marked with the count
-    # of its degenerate seeds.
+    # Each cell as the API's grid has it: a mean over its seeds that are not constant,
+    # marked with the count of its constant seeds (none left: no mean).
     table = service.http.get(f"/v1/sweeps/{sweep_id}/grid").json()
     for row, cell in zip(grid.locator("tbody tr").all(), table["cells"], strict=True):
-        expect(row).to_contain_text(f"{cell['mean']:.2f}")
+        if cell["mean"] is not None:
+            expect(row).to_contain_text(f"{cell['mean']:.2f}")
         if cell["degenerate"]:
-            expect(row).to_contain_text(f"[{cell['degenerate']}/{cell['count']} degenerate]")
+            total = int(cell["count"] or 0) + cell["degenerate"]
+            expect(row).to_contain_text(f"[{cell['degenerate']}/{total} constant")
             expect(row.locator("strong")).to_have_count(0)  # never bold
     degenerate = page.locator("ul.degenerate li")
     expect(degenerate).to_have_count(len(table["degenerate"]))

@@ -13,9 +13,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from search_spaces.datasets import get_dataset
+from search_spaces.flags import degenerate_reason
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
 from search_spaces.presets import resolve_spec
 from search_spaces.reports import loss_label
+from search_spaces.reports.notes import STAGES
 from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, trial_runs, wait
 from trainables.trial_data import DataRequest, read_examples
@@ -68,8 +70,9 @@ def examples_of(run: Any, datasets_dir: Path) -> tuple[set[Any], set[Any]]:
         int(params["training.doc_stride"]),
         int(params["training.max_train_examples"]),
         int(params["training.max_eval_examples"]),
-        holdout=float(params["holdout"]),
-        holdout_seed=int(params["holdout_seed"]),
+        # A stage-2 trial holds nothing out: it trains on the whole training file.
+        holdout=float(params["holdout"]) if "holdout" in params else None,
+        holdout_seed=int(params.get("holdout_seed", 0)),
         stage=run.data.tags[STAGE_TAG],
     )
     train, scored = read_examples(request, datasets_dir)
@@ -132,14 +135,17 @@ def test_two_stage_sweep_over_rest_resumes_stage_two_after_a_restart(
         (run.data.tags["dicesweep.loss_label"], run.data.tags["dicesweep.seed"]) for run in final
     } == {(loss, seed) for loss in LOSSES for seed in ("0", "1")}
 
-    # Stage 2 at each loss's best: the chosen learning rate scored highest in stage 1.
+    # Stage 2 at each loss's best: the chosen learning rate scored highest in stage 1
+    # among its trials that are not constant (among all where every one is).
     chosen = sweep["tuning"]
     assert chosen["stage"] == "final" and set(chosen["chosen"]) == LOSSES
     for loss in LOSSES:
+        runs = [run for run in tune if run.data.tags["dicesweep.loss_label"] == loss]
+        learned = [run for run in runs if degenerate_reason(run.data.metrics) is None]
+        assert (loss in chosen["constant"]) == (not learned)
         scores = {
             float(run.data.params["tuned.learning_rate"]): run.data.metrics["eval_f1"]
-            for run in tune
-            if run.data.tags["dicesweep.loss_label"] == loss
+            for run in learned or runs
         }
         best = chosen["chosen"][loss]["learning_rate"]
         assert scores[best] == max(scores.values()), (loss, scores, best)
@@ -149,23 +155,22 @@ def test_two_stage_sweep_over_rest_resumes_stage_two_after_a_restart(
             if run.data.tags["dicesweep.loss_label"] == loss
         } == {best}
 
-    # Nothing chosen on the split it is reported on.
+    # Nothing chosen on the split it is reported on; stage 2 holds nothing out.
     tune_train, tuning_split = examples_of(tune[0], datasets_dir)
     final_train, dev = examples_of(final[0], datasets_dir)
-    assert tune_train == final_train and tuning_split and dev
-    assert not tuning_split & final_train
+    assert tuning_split and dev and "holdout" not in final[0].data.params
+    assert not tuning_split & tune_train
     assert not tuning_split & dev
+    assert final_train - tune_train  # the whole file's cap: not the remainder's
 
     # The table holds stage 2 only (two seeds a cell), each loss's choice under it.
     grid = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": "json"})
     assert grid.status_code == 200, grid.text
     cells = grid.json()["cells"]
     assert {cell["row"] for cell in cells} == LOSSES
-    # Both seeds in every cell's mean, a degenerate one too (marked, not left out).
-    assert all(cell["count"] == 2 for cell in cells), cells
+    # Both seeds in every cell: in its mean, or counted out of it as constant.
+    assert all((cell["count"] or 0) + cell["degenerate"] == 2 for cell in cells), cells
     markdown = service.http.get(f"/v1/sweeps/{sweep_id}/grid", params={"format": "markdown"})
-    assert "Tuned per loss (stage 1, chosen on the tuning split): ce: learning_rate=" in (
-        markdown.text
-    )
+    assert f"Tuned per loss ({STAGES}): ce: learning_rate=" in markdown.text
     page = service.http.get(f"/sweeps/{sweep_id}")
     assert page.status_code == 200 and "stage 2: every seed" in page.text

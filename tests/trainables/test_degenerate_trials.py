@@ -148,8 +148,8 @@ def test_constant_trials_are_out_of_the_statistics_marked_and_never_bold(
 def test_every_renderer_marks_the_constant_cells_and_bolds_none_of_them(
     table: pd.DataFrame,
 ) -> None:
-    markdown = to_markdown(table)
-    assert "| dsc(alpha=0.1) | \\[3/3 constant\\]" in markdown
+    markdown = to_markdown(table).replace("\\[", "[").replace("\\]", "]")  # escaped or not
+    assert "| dsc(alpha=0.1) | [3/3 constant]" in markdown
     assert "**81.70" not in markdown and "| ce             | **81.58 ± 0.18**" in markdown
     assert "No-skill baselines (PI: always positive (F1), the majority class (accuracy)" in markdown
     assert "mrpc F1 81.22, accuracy 68.38." in markdown
