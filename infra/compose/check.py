@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from mlflow_isolation import ADMIN_PASSWORD, check_isolation, owner_auth
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "dicesweep-check"
@@ -140,6 +141,12 @@ class Stack:
     def compose(self, *args: str, timeout: float = 900) -> str:
         return run([*self.base, *args], self.env, timeout)
 
+    def mlflow_auth(self, owner: str) -> tuple[str, str]:
+        """``owner``'s MLflow user and password: the stack's MLflow asks for one."""
+        if not hasattr(self, "_mlflow_admin"):
+            self._mlflow_admin = self.compose("exec", "-T", "mlflow", "cat", ADMIN_PASSWORD).strip()
+        return owner_auth(self._mlflow_admin, owner)
+
     def container_ip(self, service: str) -> str:
         container = self.compose("ps", "-q", service).strip()
         inspected = run(["docker", "inspect", container])
@@ -160,8 +167,10 @@ def healthy(stack: Stack) -> bool | None:
 
 def sweep_runs(stack: Stack, sweep: str) -> list[dict[str, Any]]:
     """MLflow's runs of ``sweep`` (its parent and its trials) in the submitting owner's
-    experiment, as the tracking server's REST API returns them."""
-    mlflow = httpx.Client(base_url=f"http://127.0.0.1:{stack.mlflow_port}", timeout=30)
+    experiment, as the tracking server's REST API returns them to that owner."""
+    mlflow = httpx.Client(
+        base_url=f"http://127.0.0.1:{stack.mlflow_port}", auth=stack.mlflow_auth(OWNER), timeout=30
+    )
     experiment = mlflow.get(
         "/api/2.0/mlflow/experiments/get-by-name",
         params={"experiment_name": f"dicesweep/{OWNER}"},
@@ -242,12 +251,31 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
         assert set(nodes.values()) == set(WORKERS)
         results["nodes"] = nodes
 
+    with phases.phase("MLflow: an owner's own experiment only; no credential, no access"):
+        other = "compose-other"  # the service makes it an MLflow user with its key
+        stack.compose("exec", "-T", "api", "dicesweep", "keys", "create", "--owner", other)
+        found = sweep_runs(stack, ids[1])
+        parent = next(r for r in found if _tag(r, "dicesweep.role") == "sweep")
+        seen = check_isolation(
+            f"http://127.0.0.1:{stack.mlflow_port}",
+            stack.mlflow_auth(OWNER),
+            stack.mlflow_auth(other),
+            parent,
+        )
+        print(f"    {seen}")
+        results["mlflow_isolation"] = seen
+
     with phases.phase("no secret in the process list"):
         processes = run(["ps", "axww", "-o", "args"])  # the containers' processes too
         for name in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN"):
             assert stack.env[name] not in processes, f"{name} shows in ps"
         assert key not in processes, "the API key shows in ps"
     return results
+
+
+def _tag(found_run: dict[str, Any], key: str) -> str | None:
+    tags = {t["key"]: t["value"] for t in found_run["data"].get("tags", [])}
+    return tags.get(key)
 
 
 def datasets_dir() -> Path:

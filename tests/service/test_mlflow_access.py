@@ -16,17 +16,22 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from search_spaces.mlflow_credentials import (
     CREDENTIALS_ENV,
     CredentialsFileError,
+    adopt_job_credentials,
     use_credentials_file,
     write_credentials,
 )
+from search_spaces.settings import DicesweepSettings
 from sweep_service.mlflow_access import MlflowAccessError, OwnerAccess, OwnerCredentials
 from sweep_service.mlflow_auth_server import ADMIN_USERNAME, AuthServerFiles, prepare_auth_server
+from sweep_service.runner import CREDENTIALS_FILE, sign_in
 from tests.tcp_proxy import free_port
+from trainables.driver.parent import experiment_id
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +230,64 @@ def test_a_credential_file_others_may_read_is_refused(tmp_path: Path) -> None:
 
 def access_url(access: OwnerAccess) -> str:
     return str(access._http.base_url)
+
+
+def test_a_job_gets_its_owner_s_credential_as_a_file_and_its_driver_signs_in_with_it(
+    auth_server: tuple[str, AuthServerFiles],
+    access: OwnerAccess,
+    owners: dict[str, OwnerCredentials],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, _ = auth_server
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    env = sign_in(access, upload, "dicesweep/carol")
+    sent = upload / CREDENTIALS_FILE
+    assert sent.stat().st_mode & 0o777 == 0o600
+    password = access.password("carol")
+    assert sent.read_text().strip() == f"carol:{password}"
+    # The job's environment names the file; the password is in no variable.
+    assert env == {"MLFLOW_TRACKING_AUTH": "dicesweep-file", CREDENTIALS_ENV: CREDENTIALS_FILE}
+    assert not any(password in value for value in env.values())
+
+    # On the node, Ray unpacks the working folder under its own umask (0644 here); the
+    # driver makes the file private and signs in as carol from any folder.
+    unpacked = tmp_path / "working_dir"
+    unpacked.mkdir()
+    (unpacked / CREDENTIALS_FILE).write_text(sent.read_text())
+    (unpacked / CREDENTIALS_FILE).chmod(0o644)
+    monkeypatch.chdir(unpacked)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    adopt_job_credentials()
+    assert (unpacked / CREDENTIALS_FILE).stat().st_mode & 0o777 == 0o600
+    assert os.environ[CREDENTIALS_ENV] == str(unpacked / CREDENTIALS_FILE)
+    monkeypatch.chdir(tmp_path)
+    client = MlflowClient(url)
+    settings = DicesweepSettings(home=tmp_path / "home", mlflow_tracking_uri=url)
+    carol = experiment_id(client, settings, "dicesweep/carol")  # tags the admin's experiment
+    run = client.create_run(carol)
+    client.log_metric(run.info.run_id, "eval_f1", 0.25)
+    assert client.get_run(run.info.run_id).data.metrics == {"eval_f1": 0.25}
+    with pytest.raises(MlflowException, match=r"PERMISSION_DENIED|403"):
+        experiment_id(client, settings, "dicesweep/alice")  # alice made by `owners`
+
+
+def test_the_compose_check_s_isolation_assertion_holds_here_and_bites(
+    auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials], bob_run: str
+) -> None:
+    """``infra/compose/mlflow_isolation.py`` (run by ``make compose-check`` on the compose
+    stack) against this server: it passes on bob's run, and fails where bob's
+    credential is taken for another owner's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "infra" / "compose"))
+    from mlflow_isolation import check_isolation
+
+    url, _ = auth_server
+    bob = (owners["bob"].username, owners["bob"].password)
+    alice = (owners["alice"].username, owners["alice"].password)
+    run = httpx.get(f"{url}/api/2.0/mlflow/runs/get", params={"run_id": bob_run}, auth=bob)
+    seen = check_isolation(url, bob, alice, run.json()["run"])
+    assert seen["other owner: artifact"] == 403 and seen["anonymous: run"] == 401
+    with pytest.raises(AssertionError, match="other owner"):
+        check_isolation(url, bob, bob, run.json()["run"])
