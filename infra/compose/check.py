@@ -270,6 +270,7 @@ def submit_and_check(stack: Stack, key: str, phases: Phases) -> dict[str, Any]:
         for name in ("POSTGRES_PASSWORD", "RAY_AUTH_TOKEN"):
             assert stack.env[name] not in processes, f"{name} shows in ps"
         assert key not in processes, "the API key shows in ps"
+        assert stack.mlflow_auth(OWNER)[1] not in processes, "an MLflow password shows in ps"
     return results
 
 
