@@ -39,7 +39,8 @@ class QueryNer(nn.Module):
         super().__init__()
         self.encoder = encoder
         hidden = int(encoder.config.hidden_size)
-        self.dropout = nn.Dropout(float(encoder.config.hidden_dropout_prob))
+        # BERT-like configs name it hidden_dropout_prob; BERT's own value elsewhere
+        self.dropout = nn.Dropout(float(getattr(encoder.config, "hidden_dropout_prob", 0.1)))
         self.start = _perceptron(hidden, hidden)
         self.end = _perceptron(hidden, hidden)
         self.span = _perceptron(2 * hidden, hidden) if span_head else None
