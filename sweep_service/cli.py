@@ -235,25 +235,25 @@ def cmd_keys(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     """Submit a spec to the service; ``--wait`` follows the sweep to its end."""
     from search_spaces.spec_file import SpecFileError, read_spec_file
-    from sweep_service import client
+    from sweep_service import remote
 
     try:
         spec = read_spec_file(args.spec)
     except SpecFileError as error:
         print(error, file=sys.stderr)
         return 2
-    return client.submit(spec, args.wait, args.json)
+    return remote.submit(spec, args.wait, args.json)
 
 
 def _remote(args: argparse.Namespace) -> int:
-    """``status``, ``list``, ``trials`` and ``cancel`` (``sweep_service.client``)."""
-    from sweep_service import client
+    """``status``, ``list``, ``trials`` and ``cancel`` (``sweep_service.remote``)."""
+    from sweep_service import remote
 
     if args.command == "list":
-        return client.list_sweeps(args.limit)
+        return remote.list_sweeps(args.limit)
     if args.command == "status":
-        return client.status(args.sweep_id, args.json)
-    action = {"trials": client.trials, "cancel": client.cancel}
+        return remote.status(args.sweep_id, args.json)
+    action = {"trials": remote.trials, "cancel": remote.cancel}
     return action[args.command](args.sweep_id)
 
 

@@ -1,27 +1,37 @@
-"""The ``dicesweep`` commands that talk to a running service over REST: ``submit``
-(``--wait`` follows the sweep to its end), ``status``, ``list``, ``trials``, ``cancel``.
+"""The dicesweep service over REST from Python: ``from sweep_service import Client``.
+
+    client = Client()                      # DICESWEEP_API_URL / DICESWEEP_API_KEY
+    sweep = client.submit({"extends": "smoke"})
+    sweep.wait(progress=True)              # Ctrl-C stops waiting; the sweep runs on
+    sweep.grid()                           # pandas DataFrames, one row per cell
+    sweep.trials(); sweep.budget_curves(); sweep.mlflow_runs()
+    client.grid([first.id, second.id])     # several sweeps merged into one table
 
 The address is ``DICESWEEP_API_URL``, else ``http://DICESWEEP_HOST:DICESWEEP_PORT``
 (127.0.0.1:8000 by default, as ``dicesweep serve`` listens); ``DICESWEEP_API_KEY`` is
-sent as a bearer token. A service that cannot be reached, or a refusal, is one line
-on standard error naming the address or the service's reason.
+sent as a bearer token. A service that cannot be reached, or a refusal, raises
+``ClientError`` with one line naming the address or the service's reason. The
+``dicesweep`` commands that talk to a service (``sweep_service.remote``) are built on
+this client. httpx (the service extra's) is imported by ``Client`` alone, pandas, tqdm and
+MLflow only by the methods that use them: ``dicesweep run`` with the train extra alone
+imports this module for its errors.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
+    import pandas as pd
 
 POLL_SECONDS = 2.0
 FINISHED = {"succeeded", "failed", "cancelled"}
-NO_TRIAL_LEARNED = "no trial learned"  # no best: every scored trial is degenerate
 
 
 class ClientError(Exception):
@@ -45,13 +55,56 @@ def api_url() -> str:
     return f"http://{host}:{os.environ.get('DICESWEEP_PORT', '8000')}"
 
 
-class Api:
-    """An HTTP client of the service whose failures are ``ClientError``s."""
+class Client:
+    """A dicesweep service's REST API: submit sweeps, follow them, read their tables.
 
-    def __init__(self, http: httpx.Client) -> None:
-        self.http = http
+    ``url`` and ``api_key`` default to ``DICESWEEP_API_URL`` (``api_url``) and
+    ``DICESWEEP_API_KEY``; ``tracking_uri`` is the MLflow store ``Sweep.mlflow_runs``
+    reads (default: ``DICESWEEP_MLFLOW_TRACKING_URI``, as ``dicesweep serve`` on this
+    machine writes). ``http`` replaces the HTTP client (a test's app client). Use it
+    as a context manager, or ``close()`` it.
+    """
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def __init__(
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        *,
+        tracking_uri: str | None = None,
+        timeout_s: float = 30.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        import httpx
+
+        key = api_key if api_key is not None else os.environ.get("DICESWEEP_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.http = http or httpx.Client(
+            base_url=url or api_url(), headers=headers, timeout=timeout_s
+        )
+        self.tracking_uri = tracking_uri
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """``method path``'s JSON answer.
+
+        Raises:
+            InvalidSpecError: the service refused a spec (its issues, one a line).
+            ClientError: the service cannot be reached, or refused (its reason).
+        """
+        response = self._send(method, path, **kwargs)
+        return response.json()
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx
+
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.TransportError as error:
@@ -61,7 +114,7 @@ class Api:
                 "DICESWEEP_API_URL"
             ) from None
         if response.is_success:
-            return response.json()
+            return response
         if refused := _spec_refusal(response):
             raise InvalidSpecError(refused)
         raise ClientError(f"{method} {path}: HTTP {response.status_code}: {_reason(response)}")
@@ -69,6 +122,141 @@ class Api:
     def absolute(self, link: str) -> str:
         """A link of the service's (``/sweeps/ID``) as an address to open."""
         return str(self.http.base_url.join(link))
+
+    def submit(self, spec: Mapping[str, Any] | str | Path) -> Sweep:
+        """Submit ``spec`` (a dict such as ``{"extends": "smoke"}``, or the path of a YAML
+        or JSON spec file) and return its handle.
+
+        Raises:
+            SpecFileError: a spec file that cannot be read.
+            InvalidSpecError: the service refused the spec.
+        """
+        if isinstance(spec, str | Path):
+            from search_spaces.spec_file import read_spec_file
+
+            spec = read_spec_file(str(spec))
+        return Sweep(self, self.request("POST", "/v1/sweeps", json=dict(spec)))
+
+    def sweep(self, sweep_id: str) -> Sweep:
+        """The handle of a sweep submitted before."""
+        return Sweep(self, self.request("GET", f"/v1/sweeps/{sweep_id}"))
+
+    def sweeps(self, limit: int = 20) -> dict[str, Any]:
+        """The newest ``limit`` sweeps: the API's page, ``{"data", "count", ...}``."""
+        return dict(self.request("GET", "/v1/sweeps", params={"limit": limit}))
+
+    def presets(self) -> dict[str, Any]:
+        """The presets: ``{"data": [{"name", "description", "trial_count"}], "count"}``."""
+        return dict(self.request("GET", "/v1/search-spaces"))
+
+    def grid_json(self, ids: Sequence[str], **query: str | None) -> dict[str, Any]:
+        """The table of several sweeps merged (``GET /v1/grid``) as the API's JSON;
+        ``query``: ``rows``, ``cols``, ``metric``."""
+        params = {"ids": ",".join(ids), **{k: v for k, v in query.items() if v is not None}}
+        return dict(self.request("GET", "/v1/grid", params=params))
+
+    def grid(self, ids: Sequence[str], **query: str | None) -> pd.DataFrame:
+        """``grid_json`` as a DataFrame, one row per cell (``frames.grid_frame``)."""
+        from sweep_service.frames import grid_frame
+
+        return grid_frame(self.grid_json(ids, **query))
+
+
+class Sweep:
+    """A submitted sweep: ``info`` is its latest state as the API gave it."""
+
+    def __init__(self, client: Client, info: Mapping[str, Any]) -> None:
+        self.client, self.info = client, dict(info)
+        self.id: str = self.info["id"]
+
+    def __repr__(self) -> str:
+        return f"<Sweep {self.id} {self.info.get('name')!r}: {self.info.get('status')}>"
+
+    @property
+    def status(self) -> str:
+        return str(self.info["status"])
+
+    def refresh(self) -> dict[str, Any]:
+        """Its state now (``GET /v1/sweeps/{id}``), kept in ``info``."""
+        self.info = dict(self.client.request("GET", f"/v1/sweeps/{self.id}"))
+        return self.info
+
+    def states(self, poll_s: float = POLL_SECONDS) -> Iterator[dict[str, Any]]:
+        """Its state every ``poll_s`` seconds, the last one finished."""
+        while True:
+            state = self.refresh()
+            yield state
+            if state["status"] in FINISHED:
+                return
+            time.sleep(poll_s)
+
+    def wait(self, progress: bool = True, poll_s: float = POLL_SECONDS) -> dict[str, Any]:
+        """Its state once it has finished; with ``progress``, a bar of its trials (a
+        notebook's widget where there is one). Ctrl-C stops waiting, not the sweep: it
+        says so and raises ``KeyboardInterrupt``."""
+        from sweep_service.progress_bar import TrialsBar
+
+        bar = TrialsBar(int(self.info.get("trial_count") or 0), enabled=progress)
+        try:
+            with bar:
+                for state in self.states(poll_s):
+                    bar.show(state)
+        except KeyboardInterrupt:
+            print(
+                f"stopped waiting; sweep {self.id} goes on running on the service "
+                f"(sweep.cancel() or `dicesweep cancel {self.id}` stops it)",
+                file=sys.stderr,
+            )
+            raise
+        return self.info
+
+    def cancel(self) -> dict[str, Any]:
+        """Ask the service to stop it; its state after the request."""
+        self.info = dict(self.client.request("POST", f"/v1/sweeps/{self.id}/cancel"))
+        return self.info
+
+    def trials_json(self) -> list[dict[str, Any]]:
+        """Every trial as the API gives them (``GET .../trials``, every page)."""
+        found: list[dict[str, Any]] = []
+        token = None
+        while True:
+            params = {"limit": 100, **({"page_token": token} if token else {})}
+            page = self.client.request("GET", f"/v1/sweeps/{self.id}/trials", params=params)
+            found += page["data"]
+            token = page["next_page_token"]
+            if token is None:
+                return found
+
+    def trials(self) -> pd.DataFrame:
+        """One row per trial (``frames.trials_frame``)."""
+        from sweep_service.frames import trials_frame
+
+        return trials_frame(self.trials_json())
+
+    def grid_json(self, **query: str | None) -> dict[str, Any]:
+        """Its table as the API's JSON; ``query``: ``rows``, ``cols``, ``metric``."""
+        params = {k: v for k, v in query.items() if v is not None}
+        return dict(self.client.request("GET", f"/v1/sweeps/{self.id}/grid", params=params))
+
+    def grid(self, **query: str | None) -> pd.DataFrame:
+        """Its table, one row per cell (``frames.grid_frame``)."""
+        from sweep_service.frames import grid_frame
+
+        return grid_frame(self.grid_json(**query))
+
+    def budget_curves(self) -> pd.DataFrame:
+        """A two-stage sweep's budget curves (``frames.budget_frame``); no rows without."""
+        from sweep_service.frames import budget_frame
+
+        return budget_frame(self.grid_json())
+
+    def mlflow_runs(self) -> pd.DataFrame:
+        """Its MLflow runs (the parent and each trial's) through MLflow's own client, in
+        the columns of ``mlflow.search_runs``: ``run_id``, ``status``, ``metrics.*``,
+        ``params.*``, ``tags.*`` (``frames.runs_frame``)."""
+        from sweep_service.frames import runs_frame
+
+        return runs_frame(self.id, self.client.tracking_uri)
 
 
 def _spec_refusal(response: httpx.Response) -> str | None:
@@ -100,194 +288,3 @@ def _reason(response: httpx.Response) -> str:
             for item in detail
         )
     return str(detail)
-
-
-@contextmanager
-def connect() -> Iterator[Api]:
-    key = os.environ.get("DICESWEEP_API_KEY")
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    with httpx.Client(base_url=api_url(), headers=headers, timeout=30) as http:
-        yield Api(http)
-
-
-def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
-    """Submit ``spec``; print the sweep (``as_json``: the service's JSON), or with ``wait``
-    follow it to its end (exit 0 when it succeeded, 1 otherwise)."""
-    with connect() as api:
-        sweep = api.call("POST", "/v1/sweeps", json=spec)
-        if as_json and not wait:
-            print(json.dumps(sweep, indent=2))
-            return 0
-        print(f"sweep {sweep['id']} ({sweep['name']}): {sweep['trial_count']} trials")
-        if not wait:
-            print(f"status: {sweep['status']}")
-            print(f"page:   {api.absolute(sweep['links']['page'])}")
-            print(f"follow: dicesweep status {sweep['id']}")
-            return 0
-        final = follow(api, sweep["id"], sweep["trial_count"])
-    best = final.get("best_trial")
-    if best:
-        shown = f"; best {best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f}"
-    else:
-        shown = f"; {NO_TRIAL_LEARNED}" if final["trials"]["done"] else ""
-    print(f"sweep {final['id']}: {final['status']}{shown}")
-    chosen = (final.get("tuning") or {}).get("chosen") or {}
-    constant = (final.get("tuning") or {}).get("constant") or []
-    for label, settings in chosen.items():
-        shown = ", ".join(f"{name}={value:g}" for name, value in settings.items())
-        flag = " (every stage-1 trial constant: the best of them)" if label in constant else ""
-        print(f"  {label}: {shown}{flag}")
-    if final.get("message") and final["status"] != "succeeded":
-        print(final["message"], file=sys.stderr)
-    return 0 if final["status"] == "succeeded" else 1
-
-
-def follow(api: Api, sweep_id: str, total: int) -> dict[str, Any]:
-    """Poll the sweep until it has finished, with a progress bar on a terminal and a
-    line per change otherwise; returns its last state."""
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
-    interactive = sys.stdout.isatty()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[state]}"),
-    )
-    last_line = ""
-    with Progress(*columns, disable=not interactive, transient=False) as progress:
-        task = progress.add_task("trials", total=total, state="")
-        while True:
-            sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
-            counts = sweep["trials"]
-            best = sweep.get("best_trial")
-            tuning = sweep.get("tuning")  # a two-stage sweep: which stage runs
-            stage = f" (stage {tuning['stage']})" if tuning else ""
-            state = (
-                f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
-            )
-            state += f"{counts['failed']} failed"
-            if best:
-                state += f", best eval_f1 {best['eval_f1']:.2f}"
-            elif counts["done"]:
-                state += f", {NO_TRIAL_LEARNED}"
-            progress.update(task, completed=counts["done"] + counts["failed"], state=state)
-            if not interactive and state != last_line:
-                print(state, flush=True)
-                last_line = state
-            if sweep["status"] in FINISHED:
-                return dict(sweep)
-            time.sleep(POLL_SECONDS)
-
-
-def status(sweep_id: str, as_json: bool = False) -> int:
-    """A sweep's status, trial counts, best trial and links (``as_json``: the service's JSON)."""
-    with connect() as api:
-        sweep = api.call("GET", f"/v1/sweeps/{sweep_id}")
-        page = api.absolute(sweep["links"]["page"])
-    if as_json:
-        print(json.dumps(sweep, indent=2))
-        return 0
-    counts, best = sweep["trials"], sweep.get("best_trial")
-    lines = [
-        ("sweep", f"{sweep['id']} ({sweep['name']})"),
-        ("status", sweep["status"]),
-        (
-            "trials",
-            f"{counts['done']} done, {counts['running']} running, {counts['failed']} failed, "
-            f"{counts['pending']} pending of {sweep['trial_count']}",
-        ),
-        ("best", _best(best) if best else "none yet"),
-        ("message", sweep.get("message") or ""),
-        ("page", page),
-        ("mlflow", sweep["links"].get("mlflow_run") or ""),
-    ]
-    for label, value in lines:
-        if value:
-            print(f"{label + ':':<8} {value}")
-    return 0
-
-
-def _best(best: dict[str, Any]) -> str:
-    """``dsc(alpha=0.1) seed=0 eval_f1=84.21 (mrpc, original)``."""
-    return (
-        f"{best['loss']} seed={best['seed']} eval_f1={best['eval_f1']:.2f} "
-        f"({best['dataset']}, {best['variant']})"
-    )
-
-
-def list_sweeps(limit: int) -> int:
-    """The newest ``limit`` sweeps, one line each."""
-    with connect() as api:
-        page = api.call("GET", "/v1/sweeps", params={"limit": limit})
-    rows = [
-        (s["id"], s["name"], s["status"], str(s["trial_count"]), s["created_at"][:19])
-        for s in page["data"]
-    ]
-    _table(("id", "name", "status", "trials", "submitted"), rows)
-    if page["count"] > len(rows):
-        print(f"({len(rows)} of {page['count']}; --limit shows more)", file=sys.stderr)
-    return 0
-
-
-def trials(sweep_id: str) -> int:
-    """A sweep's trials, one line each: the optimiser steps each ran and why it stopped,
-    with why a failed one failed or why a degenerate one is."""
-    with connect() as api:
-        found, token = [], None
-        while True:
-            params = {"limit": 100, **({"page_token": token} if token else {})}
-            page = api.call("GET", f"/v1/sweeps/{sweep_id}/trials", params=params)
-            found += page["data"]
-            token = page["next_page_token"]
-            if token is None:
-                break
-    # A two-stage sweep's trials say their stage and the settings they trained at.
-    staged = any(trial.get("tuned") for trial in found)
-    rows = []
-    for trial in found:
-        f1, steps = trial["metrics"].get("eval_f1"), trial["metrics"].get("optimizer_steps")
-        stage = [f"{trial['stage']}({_settings(trial['tuned'])})"] if staged else []
-        rows.append(
-            (
-                trial["loss"],
-                trial["dataset"],
-                trial["variant"],
-                str(trial["seed"]),
-                *stage,
-                trial["status"],
-                "" if f1 is None else f"{f1:.2f}",
-                "" if steps is None else str(int(steps)),
-                trial.get("failure_reason")
-                or _degenerate(trial.get("degenerate_reason"))
-                or trial.get("stop_reason")
-                or "",
-            )
-        )
-    header = ("loss", "dataset", "variant", "seed", *(["stage"] if staged else []))
-    _table((*header, "status", "eval_f1", "steps", "reason"), rows)
-    return 0
-
-
-def _settings(tuned: dict[str, float]) -> str:
-    """``learning_rate=3e-05,epochs=2``: a trial's tuned settings, without spaces."""
-    return ",".join(f"{name}={value:g}" for name, value in tuned.items())
-
-
-def _degenerate(reason: str | None) -> str:
-    """A degenerate trial's reason as the ``trials`` table shows it, else nothing."""
-    return f"degenerate: {reason}" if reason else ""
-
-
-def cancel(sweep_id: str) -> int:
-    with connect() as api:
-        sweep = api.call("POST", f"/v1/sweeps/{sweep_id}/cancel")
-    print(f"sweep {sweep['id']}: {sweep['status']}")
-    return 0
-
-
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
-    from tabulate import tabulate
-
-    print(tabulate(rows, headers=header, tablefmt="plain", disable_numparse=True))
