@@ -35,6 +35,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from search_spaces.lineage import experiment_name
+from sweep_service.failures import driver_failure
 from sweep_service.runner import JobState, Runner, job_id
 from sweep_service.store import (
     InvalidTransitionError,
@@ -208,11 +209,14 @@ class Reconciler:
             # A failed earlier driver's message no longer says anything about the sweep.
             transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state, message="")
         elif state is JobState.FAILED and driver_failed_for_good(message):
+            # The reason only: the log stays with the job, a link for the sweep's owner.
+            reason = f"driver job {job} failed, {driver_failure(message)}"
             transition_sweep(
-                session, sweep.id, SweepStatus.FAILED, job_status=state, message=message[-2000:]
+                session, sweep.id, SweepStatus.FAILED, job_status=state, message=reason
             )
         elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
-            self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {message[-500:]}")
+            reason = driver_failure(message) if message else "no message"
+            self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {reason}")
 
     def _resubmit(self, session: Session, sweep: Sweep, reason: str) -> None:
         try:

@@ -52,6 +52,9 @@ class FakeRunner:
     def stop(self, job: str) -> None:
         self.stopped.append(job)
 
+    def logs(self, job: str) -> str:
+        return ""
+
     def nodes(self) -> list[dict[str, float]] | None:
         return self.cluster
 
@@ -110,12 +113,16 @@ def make_api(
     installed_datasets: Path,
     tmp_path: Path,
 ) -> Iterator[MakeApi]:
-    """Build apps over the test's store and ``tracking`` (or ``tracking_client``);
-    other keyword arguments override the settings (default: loopback host, the
-    generated data sets)."""
+    """Build apps over the test's store and ``tracking`` (or ``tracking_client``),
+    stopping jobs through ``runner`` (default: a new ``FakeRunner``); other keyword
+    arguments override the settings (default: loopback host, the generated data sets)."""
     clients: list[TestClient] = []
 
-    def build(tracking_client: MlflowClient | None = None, **overrides: Any) -> Api:
+    def build(
+        tracking_client: MlflowClient | None = None,
+        runner: FakeRunner | None = None,
+        **overrides: Any,
+    ) -> Api:
         values: dict[str, Any] = {
             "home": tmp_path / "home",
             "datasets_dir": installed_datasets,
@@ -124,7 +131,7 @@ def make_api(
             **overrides,
         }
         settings = ServiceSettings(**values)
-        runner = FakeRunner()
+        runner = runner or FakeRunner()
         app = create_app(
             settings,
             session_factory=session_factory,

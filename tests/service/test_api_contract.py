@@ -69,7 +69,7 @@ def test_every_operation_keeps_its_documented_contract(
     served: Served, api_key: str, mode: GenerationMode
 ) -> None:
     operations = [result.ok() for result in served.schema.get_all_operations()]
-    assert len(operations) == 11  # every /v1 route, /healthz and /metrics
+    assert len(operations) == 12  # every /v1 route, /healthz and /metrics
     statuses: Counter[int] = Counter()
     nothing_to_break = []
     for operation in operations:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
+from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from search_spaces.presets import list_presets
@@ -19,7 +20,7 @@ from sweep_service.api.deps import (
     SweepDep,
     TrackingDep,
 )
-from sweep_service.api.errors import COMMON_ERRORS, documented
+from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, grid_response
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
@@ -40,6 +41,7 @@ from sweep_service.api.trials import (
     trial_counts,
     trial_page,
 )
+from sweep_service.runner import job_id
 from sweep_service.store import Sweep, list_sweeps
 from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
@@ -80,6 +82,7 @@ def sweep_links(sweep: Sweep, mlflow: MlflowLinks | None = None) -> SweepLinks:
         trials=f"{base}/trials",
         grid=f"{base}/grid",
         cancel=f"{base}/cancel",
+        log=f"{base}/log",
         mlflow_experiment=mlflow.experiment,
         mlflow_run=mlflow.run,
         mlflow_charts=mlflow.charts,
@@ -202,6 +205,27 @@ async def read_grid(
         grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling
     )
     return await grid_response(table, fmt, services.png)
+
+
+@router.get(
+    "/{sweep_id}/log",
+    response_class=Response,  # the errors stay JSON in the OpenAPI document
+    responses={
+        200: {"content": {"text/plain": {}}},
+        **documented({**NOT_FOUND, 503: "the cluster did not answer; retry"}),
+    },
+)
+def read_log(sweep: SweepDep, runner: RunnerDep) -> PlainTextResponse:
+    """The end of the log of the sweep's current driver job (its last
+    ``MAX_LOG_CHARS`` characters): the whole story behind the sweep's one-line
+    ``message``, for its owner only; empty before the job started."""
+    job = job_id(sweep.id, sweep.resubmissions)
+    try:
+        text = runner.logs(job)
+    except Exception as error:  # the runner's client raises what its transport raises
+        detail = f"the cluster did not give job {job}'s log ({type(error).__name__}); retry"
+        raise ApiError("runner_unavailable", detail) from error
+    return PlainTextResponse(text)
 
 
 @router.post(
