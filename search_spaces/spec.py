@@ -43,6 +43,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from search_spaces.background import check_background
 from search_spaces.dataset_refs import BoundedPath, dataset_label
 from search_spaces.errors import SpecError, SpecIssue, rule_error
 from search_spaces.loss_entries import LossEntry
@@ -113,6 +114,7 @@ class SweepSpec(Section):
         _check_metric(self)
         _check_scheduler(self)
         _check_tune(self)
+        check_background(self.task, self.search_space.losses)
         cap = (info.context or {}).get("max_trials", DEFAULT_MAX_TRIALS)
         count = trial_count(self)
         if cap is not None and count > cap:

@@ -53,6 +53,21 @@ INVALID = {
         "tversky: background names the tag that classes 'foreground' leaves out; "
         "with classes 'mean' it has no use",
     ),
+    "a foreground average whose background a pairs set lacks": (
+        {"search_space": losses({"name": "tversky", "classes": "foreground"})},
+        "search_space.losses[0]",
+        "tversky: classes 'foreground' leaves out the background tag 'O', which mrpc (pi) "
+        "does not have: its classes are 0, 1; name one of its classes as background",
+    ),
+    "a foreground average over POS tags, which have no O": (
+        {
+            "task": {"dataset": "ud_en_ewt"},
+            "search_space": losses({"name": "dsc", "classes": ["mean", "foreground"]}),
+        },
+        "search_space.losses[0]",
+        "dsc: classes 'foreground' leaves out the background tag 'O', which ud_en_ewt (pos) "
+        "does not have: its tags have no O",
+    ),
     "parameter of no loss": (
         {"search_space": losses({"name": "dsc", "temperature": 2})},
         "search_space.losses[0].temperature",
@@ -332,6 +347,18 @@ def test_a_union_mistake_is_one_line(case: str) -> None:
     assert len(caught.value.issues) == 1
     assert str(caught.value).startswith(f"invalid sweep spec: {line}")
     assert "\n" not in str(caught.value)
+
+
+def test_a_foreground_average_over_tags_the_data_sets_have_is_accepted() -> None:
+    tagger = make_spec(
+        task={"dataset": "conll2003"},
+        search_space=losses({"name": "tversky", "alpha": 0.6, "classes": "foreground"}),
+    )
+    pairs = make_spec(
+        search_space=losses({"name": "dice", "classes": "foreground", "background": "0"})
+    )
+    for data in (tagger, pairs):
+        SweepSpec.model_validate(data)
 
 
 def test_more_trials_than_the_cap_names_the_count_and_the_cap() -> None:
