@@ -88,4 +88,5 @@ def test_mrc_ner_sweep_over_rest_to_its_table_and_page(service: Service) -> None
     assert markdown.status_code == 200 and "| ce" in markdown.text
     page = service.http.get(f"/sweeps/{sweep_id}")
     assert page.status_code == 200 and "mrc-ner-smoke" in page.text
+    assert "formulation: mrc" in page.text  # the page says which setup the table used
     assert all(row in page.text for row in rows)
