@@ -125,11 +125,13 @@ class OwnerAccess:
 
     def _grant_manage(self, username: str, experiment: str) -> None:
         """``username``'s permission on ``experiment`` made MANAGE (a grant is refused
-        where one exists, so another level is revoked first)."""
+        where one exists, so another level is revoked first); at that first grant,
+        every other user's permission on it is revoked (``_evict_others``)."""
         resource = {"username": username, "resource_type": "experiment", "resource_id": experiment}
         held = self._call("GET", f"{PERMISSIONS}/get", params=resource)
         if held is not None and held.get("permission") == MANAGE:
             return
+        self._evict_others(username, experiment)
         try:
             self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
         except MlflowAccessError as error:
@@ -137,6 +139,23 @@ class OwnerAccess:
                 raise
             self._call("POST", f"{PERMISSIONS}/revoke", json=resource)
             self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
+
+    def _evict_others(self, owner: str, experiment: str) -> None:
+        """Revoke every other user's permission on ``owner``'s experiment: any user may
+        create experiments, and MLflow makes the creator its manager, so one who made
+        ``dicesweep/<owner>`` before the owner was granted it keeps nothing of it."""
+        listed = self._call("GET", "/api/2.0/mlflow/users/list") or {}
+        for user in listed.get("users", []):
+            if user["username"] == owner or user.get("is_admin"):
+                continue
+            resource = {
+                "username": user["username"],
+                "resource_type": "experiment",
+                "resource_id": experiment,
+            }
+            held = self._call("GET", f"{PERMISSIONS}/get", params=resource)
+            if held is not None and held.get("permission") not in (None, "NO_PERMISSIONS"):
+                self._call("POST", f"{PERMISSIONS}/revoke", json=resource)
 
     def _experiment(self, name: str) -> str:
         """The id of experiment ``name``, created by the admin when missing."""

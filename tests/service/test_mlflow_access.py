@@ -221,6 +221,22 @@ def test_provisioning_is_idempotent_and_refuses_what_cannot_be_a_user(
         wrong.ensure_owner("carol")
 
 
+def test_an_owner_s_experiment_made_first_by_another_user_is_taken_from_them(
+    auth_server: tuple[str, AuthServerFiles], access: OwnerAccess
+) -> None:
+    url, _ = auth_server
+    mallory = access.ensure_owner("mallory")
+    squatter = httpx.Client(base_url=url, auth=(mallory.username, mallory.password))
+    made = squatter.post("/api/2.0/mlflow/experiments/create", json={"name": "dicesweep/dave"})
+    assert made.status_code == 200, made.text  # any user may create an experiment
+    dave = access.ensure_owner("dave")
+    assert dave.experiment_id == made.json()["experiment_id"]
+    by_id = {"experiment_id": dave.experiment_id}
+    assert squatter.get("/api/2.0/mlflow/experiments/get", params=by_id).status_code == 403
+    owner = httpx.Client(base_url=url, auth=(dave.username, dave.password))
+    assert owner.get("/api/2.0/mlflow/experiments/get", params=by_id).status_code == 200
+
+
 def test_a_credential_file_others_may_read_is_refused(tmp_path: Path) -> None:
     path = write_credentials(tmp_path / "c", "alice", "secret")
     path.chmod(0o644)
