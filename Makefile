@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 # The real data sets, read in place (never copied into the project).
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
-.PHONY: install demo smoke test lint typecheck unit e2e-test browser-deps browser-test bench-deps bench \
+.PHONY: install demo smoke test lint typecheck unit e2e-test wheel-check browser-deps browser-test \
+	bench-deps bench \
 	docker-engine wheels images compose-check compose-faults compose-soak clean
 
 $(STAMP): pyproject.toml
@@ -43,6 +44,12 @@ unit: $(STAMP)
 ## retries, S3, the local-folder runs, the progress display): about 10 minutes.
 e2e-test: $(STAMP)
 	$(BIN)/python -m pytest --e2e $(PYTEST_ARGS)
+
+## The wheel built from this checkout in a fresh virtual environment outside it, with its
+## train extra: `dicesweep run --preset smoke` from an empty folder with no DICESWEEP_*
+## variable set (the smoke preset's data set ships in the wheel); a few minutes.
+wheel-check:
+	scripts/wheel-check.sh $(PYTHON)
 
 ## Debian's chromium (apt-get, as root or through sudo) for the browser tests.
 browser-deps:
