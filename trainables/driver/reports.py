@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.flags import constant_choices
 from search_spaces.reports import (
     final_rows,
     paired_test,
@@ -171,6 +172,27 @@ def tuned_by_label(chosen: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     """Each loss's chosen settings keyed by its table label (``"dsc(alpha=0.1)"``)
     rather than by ``search_spaces.tuning.loss_key``."""
     return {loss_label(json.loads(key)): settings for key, settings in chosen.items()}
+
+
+def announce_choices(
+    sweep_id: str, chosen: dict[str, dict[str, Any]], stage_one: Iterable[Any]
+) -> dict[str, dict[str, Any]]:
+    """``tuned_by_label(chosen)``, once a line on standard error has named each loss
+    whose every scored stage-1 trial (Tune results: ``config``, ``metrics``,
+    ``error``) is constant: stage 2 runs it at the best of them
+    (``tuning.choose_settings``)."""
+    rows = [
+        {**(r.metrics or {}), "loss": loss_label(r.config["loss"]), "stage": "tune"}
+        for r in stage_one
+        if not r.error
+    ]
+    for label in constant_choices(rows):
+        print(
+            f"sweep {sweep_id}: every stage-1 trial of {label} is constant (one prediction"
+            " for ≥ 99% of the tuning split); stage 2 runs it at the best of them",
+            file=sys.stderr,
+        )
+    return tuned_by_label(chosen)
 
 
 def table_metrics(table: pd.DataFrame) -> dict[str, float]:

@@ -57,7 +57,7 @@ from trainables.driver.cluster import await_capacity, count_unfinished, start_ra
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
 from trainables.driver.progress import SweepProgress, ray_log_file
 from trainables.driver.recovery import CheckpointRepair
-from trainables.driver.reports import collect_rows, tuned_by_label, write_reports
+from trainables.driver.reports import announce_choices, collect_rows, write_reports
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress display
 # of SweepProgress replaces it.
@@ -239,7 +239,7 @@ def run(
                 stage_one_settings(spec.tune, spec.seeds[0]),
                 spec.search.metric,
             )
-            mark_stage(client, parent, "final", tuned_by_label(chosen))
+            mark_stage(client, parent, "final", announce_choices(sweep_id, chosen, stage_one))
             stage = "final"
             expected = len(chosen) * len(spec.seeds)
         tuner = build_tuner(
