@@ -109,6 +109,8 @@ def test_trials_are_named_by_loss_seed_and_variant_with_every_loss_parameter_a_p
         "loss.smooth": "1.0",
         "loss.scope": "example",
         "loss.classes": "mean",
+        "loss.square": "False",
+        "loss.ohem_ratio": "0.0",
     }
     assert params["dsc"]["loss.square"] == "False" and params["dsc"]["loss.smooth"] == "1.0"
     assert [k for k in params["ce"] if k.startswith("loss")] == ["loss"]
