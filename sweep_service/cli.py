@@ -3,29 +3,34 @@ their tables, open MLflow.
 
 Torch is imported only by ``dicesweep run``, which runs the sweep driver
 (``trainables.driver.run``) in this process; the service's commands never import it.
+Every import beyond the standard library is made by the command that needs it: the
+commands that talk to a service (``submit``, ``status``, ...) load the client and no
+more, so a refusal is said within a fraction of a second.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from search_spaces.settings import MLFLOW_UI_FILE, DicesweepSettings
+if TYPE_CHECKING:
+    from search_spaces.settings import DicesweepSettings
 
 # Report formats; the renderers (pandas) are imported only by the commands that use them.
 FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
+JSON_HELP = "print the API's JSON"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
     started_at = time.time()  # the display's clock: from here, not after the imports
-    from search_spaces.settings import isolate_local_ray
+    from search_spaces.settings import DicesweepSettings, isolate_local_ray
 
     isolate_local_ray(DicesweepSettings())  # before the driver's modules import Ray
     from trainables.driver.run import main as run_sweep
@@ -43,9 +48,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
+    """The presets, one line each; ``--json`` as ``GET /v1/search-spaces`` answers."""
     from search_spaces.presets import list_presets
 
     presets = list_presets()
+    if args.json:
+        data = [preset.model_dump() for preset in presets]
+        print(json.dumps({"data": data, "count": len(data)}, indent=2))
+        return 0
     width = max(len(p.name) for p in presets)
     print(f"{'name':<{width}}  trials  description")
     for preset in presets:
@@ -60,6 +70,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
     from search_spaces import reports
     from search_spaces.reports import final_rows
+    from search_spaces.settings import DicesweepSettings
     from sweep_service.results import merged_rows
 
     settings = DicesweepSettings()
@@ -83,13 +94,14 @@ def cmd_grid(args: argparse.Namespace) -> int:
             return 2
         args.output.write_bytes(reports.to_png(table))
         return 0
+    fmt = "json" if args.json else args.format  # the API's grid JSON (GET /v1/grid)
     render = {
         "markdown": reports.to_markdown,
         "csv": reports.to_csv,
         "latex": reports.to_latex,
         "html": reports.to_html,
         "json": reports.to_json,
-    }[args.format]
+    }[fmt]
     text = render(table)
     if args.output is None:
         print(text)
@@ -99,84 +111,10 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """The MLflow UI over the same tracking store the sweeps write to, its address printed
-    first; a tracking URI that is an MLflow server has its own UI, which is named instead."""
-    settings = DicesweepSettings()
-    store = str(settings.mlflow_tracking_uri)
-    if store.startswith(("http://", "https://")):
-        print(
-            f"the sweeps' store is the MLflow server {store}; its UI: {settings.mlflow_ui}",
-            file=sys.stderr,
-        )
-        return 0
-    url = f"http://{args.host}:{args.port}"
-    print(f"MLflow UI at {url} (the sweeps' store {store})", file=sys.stderr, flush=True)
-    if settings.mlflow_ui_url and settings.mlflow_ui_url != url:
-        print(
-            f"the service's links go to {settings.mlflow_ui_url} (DICESWEEP_MLFLOW_UI_URL): "
-            f"set it to {url}, or unset it, for them to come here",
-            file=sys.stderr,
-            flush=True,
-        )
-    elif not settings.mlflow_ui_url:
-        # The service reads this file whenever it makes a link: no restart needed.
-        settings.home.mkdir(parents=True, exist_ok=True)
-        (settings.home / MLFLOW_UI_FILE).write_text(url + "\n", encoding="utf-8")
-        print(
-            f"the service's links come here (written to {settings.home / MLFLOW_UI_FILE})",
-            file=sys.stderr,
-            flush=True,
-        )
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "ui",
-        "--backend-store-uri",
-        store,
-        "--host",
-        args.host,
-        "--port",
-        str(args.port),
-    ]
-    if store.startswith("sqlite:"):
-        command += ["--default-artifact-root", settings.mlflow_artifact_root.as_uri()]
-    from sweep_service.mlflow_ui import protect_embedded_ui
+    """The MLflow UI over the sweeps' tracking store (``sweep_service.ui_command``)."""
+    from sweep_service.ui_command import serve_ui
 
-    command += protect_embedded_ui(settings, args.host, args.port)
-    return _serve_until_stopped(command)
-
-
-UI_STOP_GRACE_S = 3.0  # the UI's server waits on open browser connections past this
-
-
-def _serve_until_stopped(command: list[str]) -> int:
-    """Run the UI's server until it ends, or until Ctrl-C or SIGTERM here, which stop it
-    and every process it started (some in sessions of their own, which a signal to its
-    group misses and which held the terminal for 30-50 s) within ``UI_STOP_GRACE_S``,
-    without a traceback; 130 then, as a shell reports Ctrl-C."""
-    import psutil
-
-    # Both a KeyboardInterrupt, SIGINT even where this process was started ignoring it
-    # (a background job of a script), as Python then leaves it.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.default_int_handler)
-    with subprocess.Popen(command, start_new_session=True) as server:
-        try:
-            return server.wait()
-        except KeyboardInterrupt:
-            tree = [psutil.Process(server.pid)]
-            with contextlib.suppress(psutil.NoSuchProcess):
-                tree += tree[0].children(recursive=True)
-            for process in tree:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    process.terminate()
-            _, alive = psutil.wait_procs(tree, timeout=UI_STOP_GRACE_S)
-            for process in alive:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    process.kill()
-            print("MLflow UI stopped", file=sys.stderr)
-            return 130
+    return serve_ui(args.host, args.port)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -186,22 +124,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from search_spaces.settings import UnsafeSecretError
     from sweep_service.serve import serve
     from sweep_service.settings import ServiceSettings
+    from sweep_service.store import StoreError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     try:
         serve(ServiceSettings(**overrides))
-    except UnsafeSecretError as refused:  # said in one line: what to do is in it
+    except (UnsafeSecretError, StoreError) as refused:  # one line: what to do is in it
         print(f"dicesweep serve: {refused}", file=sys.stderr)
         return 1
     return 0
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    """Create, list or revoke API keys in the service's store."""
+    """Create, list or revoke API keys in the service's store; a refusal (an unknown
+    owner or prefix) is said in one line, exit 1."""
+    from search_spaces.settings import DicesweepSettings
     from sweep_service import store
 
     settings = DicesweepSettings()
+    try:
+        _keys(args, settings, store)
+    except store.StoreError as error:
+        detail = error.args[0] if error.args else error
+        print(f"dicesweep keys: {detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _keys(args: argparse.Namespace, settings: DicesweepSettings, store: ModuleType) -> None:
+    """``cmd_keys``'s work, in the store at ``settings.database_url``."""
     settings.home.mkdir(parents=True, exist_ok=True)
     store.upgrade(settings.database_url)
     sessions = store.create_session_factory(store.create_engine_for(settings.database_url))
@@ -224,12 +176,21 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print_sign_in(settings, owner.name)
         elif args.action == "list":
             owner = store.get_owner_by_name(session, args.owner)
-            for key in store.list_api_keys(session, owner.id):
+            keys = store.list_api_keys(session, owner.id)
+            if args.json:
+                print(json.dumps([_key_json(key) for key in keys], indent=2))
+                return
+            for key in keys:
                 revoked = f" revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else ""
                 print(f"{key.prefix}  created {key.created_at:%Y-%m-%d %H:%M}{revoked}")
         else:
             store.revoke_api_key(session, args.prefix)
-    return 0
+
+
+def _key_json(key: Any) -> dict[str, Any]:
+    """An API key as ``keys list --json`` prints it: never the key, only its prefix."""
+    revoked = key.revoked_at.isoformat() if key.revoked_at else None
+    return {"prefix": key.prefix, "created_at": key.created_at.isoformat(), "revoked_at": revoked}
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -250,11 +211,12 @@ def _remote(args: argparse.Namespace) -> int:
     from sweep_service import remote
 
     if args.command == "list":
-        return remote.list_sweeps(args.limit)
+        return remote.list_sweeps(args.limit, args.json)
     if args.command == "status":
-        return remote.status(args.sweep_id, args.json)
-    action = {"trials": remote.trials, "cancel": remote.cancel}
-    return action[args.command](args.sweep_id)
+        return remote.status(args.sweep_id, args.json, args.log)
+    if args.command == "trials":
+        return remote.trials(args.sweep_id, args.json)
+    return remote.cancel(args.sweep_id)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -268,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-cpus", type=int, help="CPUs for the local Ray head")
     run.set_defaults(handler=cmd_run)
     presets = sub.add_parser("presets", help="list the presets and their trial counts")
+    presets.add_argument("--json", action="store_true", help=JSON_HELP)
     presets.set_defaults(handler=cmd_presets)
     grid = sub.add_parser("grid", help="a sweep's table (or several merged) from MLflow")
     grid.add_argument("sweep_id", nargs="+", help="one sweep id, or several to merge")
@@ -276,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--cols", help="column key (default: the paper's layout)")
     grid.add_argument("--metric", default="eval_f1")
     grid.add_argument("--output", type=Path, help="write here instead of standard output")
+    grid.add_argument("--json", action="store_true", help="--format json: the API's JSON")
     grid.set_defaults(handler=cmd_grid)
     serve = sub.add_parser("serve", help="the REST API (a local Ray head unless configured)")
     serve.add_argument("--host", help="default: DICESWEEP_HOST or 127.0.0.1")
@@ -291,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.set_defaults(handler=cmd_submit)
     listing = sub.add_parser("list", help="the service's sweeps, newest first")
     listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--json", action="store_true", help=JSON_HELP)
     listing.set_defaults(handler=_remote)
     for name, text in (
         ("status", "a submitted sweep's status, trial counts and best trial"),
@@ -300,8 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=text)
         command.add_argument("sweep_id")
         command.set_defaults(handler=_remote)
+        if name in ("status", "trials"):
+            command.add_argument("--json", action="store_true", help=JSON_HELP)
         if name == "status":
-            command.add_argument("--json", action="store_true", help="print the service's JSON")
+            command.add_argument("--log", action="store_true", help="print its driver's log too")
     keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
@@ -319,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     owned = keys_sub.add_parser("list", help="an owner's keys")
     owned.add_argument("--owner", required=True)
+    owned.add_argument("--json", action="store_true", help="prefixes and dates as JSON")
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("prefix")
     keys.set_defaults(handler=cmd_keys)
@@ -345,24 +313,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run" and bool(args.spec) == bool(args.preset):
         build_parser().error("run: give a spec file or --preset, not both")
     from sweep_service.client import ClientError, InvalidSpecError
-    from sweep_service.store.errors import StoreError
 
     try:
         code = args.handler(args)
         sys.stdout.flush()  # here, so that a closed pipe is caught below
     except BrokenPipeError:
+        # `dicesweep presets | head -1`: the reader took what it wanted; no error.
         _quiet_closed_stdout()
-        sys.exit(1)
+        sys.exit(0)
     except ClientError as error:
         if isinstance(error, InvalidSpecError):  # in the words of `dicesweep run`
             print(error, file=sys.stderr)
         else:  # a refusal, said in one line
             print(f"dicesweep {args.command}: {error}", file=sys.stderr)
         sys.exit(error.exit_code)
-    except StoreError as error:
-        detail = error.args[0] if error.args else error
-        print(f"dicesweep {args.command}: {detail}", file=sys.stderr)
-        sys.exit(1)
     sys.exit(code)
 
 

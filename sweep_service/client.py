@@ -215,6 +215,11 @@ class Sweep:
         self.info = dict(self.client.request("POST", f"/v1/sweeps/{self.id}/cancel"))
         return self.info
 
+    def log(self) -> str:
+        """The end of its driver's log (``GET .../log``): the story behind a failed
+        sweep's one-line ``message``; empty before its job started."""
+        return self.client._send("GET", f"/v1/sweeps/{self.id}/log").text
+
     def trials_json(self) -> list[dict[str, Any]]:
         """Every trial as the API gives them (``GET .../trials``, every page)."""
         found: list[dict[str, Any]] = []

@@ -1,6 +1,7 @@
 """The ``dicesweep`` commands that talk to a running service, on ``sweep_service.Client``:
 ``submit`` (``--wait`` follows the sweep to its end), ``status``, ``list``, ``trials``,
-``cancel``. What they print is for a person; ``--json`` prints the API's JSON.
+``cancel``. What they print is for a person; ``--json`` prints the API's JSON. A failed
+sweep's ``status`` says its reason first and exits 1; ``--log`` adds its driver's log.
 """
 
 from __future__ import annotations
@@ -98,14 +99,31 @@ def follow(sweep: Sweep) -> dict[str, Any]:
     return sweep.info
 
 
-def status(sweep_id: str, as_json: bool = False) -> int:
-    """A sweep's status, trial counts, best trial and links (``as_json``: the service's JSON)."""
+def status(sweep_id: str, as_json: bool = False, log: bool = False) -> int:
+    """A sweep's status, trial counts, best trial and links (``as_json``: the service's
+    JSON); with ``log``, its driver's log after them. Exit 1 for a failed sweep, whose
+    reason is the first line, 0 otherwise."""
     with Client() as client:
-        sweep = client.sweep(sweep_id).info
+        handle = client.sweep(sweep_id)
+        sweep = handle.info
         page = client.absolute(sweep["links"]["page"])
+        driver_log = handle.log() if log else ""
+    failed = sweep["status"] == "failed"
     if as_json:
         print(json.dumps(sweep, indent=2))
-        return 0
+    else:
+        _summary(sweep, page, failed)
+    if log:
+        print(driver_log.rstrip("\n") or "(no log yet: the sweep's job has not started)")
+    elif failed and not as_json:
+        print(f"its log: dicesweep status --log {sweep['id']}")
+    return 1 if failed else 0
+
+
+def _summary(sweep: dict[str, Any], page: str, failed: bool) -> None:
+    """``status``'s lines for a person; a failed sweep's reason first."""
+    if failed:
+        print(f"failed: {sweep.get('message') or 'no reason recorded'}")
     counts, best = sweep["trials"], sweep.get("best_trial")
     lines = [
         ("sweep", f"{sweep['id']} ({sweep['name']})"),
@@ -116,14 +134,13 @@ def status(sweep_id: str, as_json: bool = False) -> int:
             f"{counts['pending']} pending of {sweep['trial_count']}",
         ),
         ("best", _best(best) if best else "none yet"),
-        ("message", sweep.get("message") or ""),
+        ("message", "" if failed else sweep.get("message") or ""),
         ("page", page),
         ("mlflow", sweep["links"].get("mlflow_run") or ""),
     ]
     for label, value in lines:
         if value:
             print(f"{label + ':':<8} {value}")
-    return 0
 
 
 def _best(best: dict[str, Any]) -> str:
@@ -134,10 +151,13 @@ def _best(best: dict[str, Any]) -> str:
     )
 
 
-def list_sweeps(limit: int) -> int:
-    """The newest ``limit`` sweeps, one line each."""
+def list_sweeps(limit: int, as_json: bool = False) -> int:
+    """The newest ``limit`` sweeps, one line each (``as_json``: the API's page)."""
     with Client() as client:
         page = client.sweeps(limit)
+    if as_json:
+        print(json.dumps(page, indent=2))
+        return 0
     rows = [
         (s["id"], s["name"], s["status"], str(s["trial_count"]), s["created_at"][:19])
         for s in page["data"]
@@ -148,11 +168,15 @@ def list_sweeps(limit: int) -> int:
     return 0
 
 
-def trials(sweep_id: str) -> int:
+def trials(sweep_id: str, as_json: bool = False) -> int:
     """A sweep's trials, one line each: the optimiser steps each ran and why it stopped,
-    with why a failed one failed or why a degenerate one is."""
+    with why a failed one failed or why a degenerate one is (``as_json``: the API's
+    trials, every page's in one ``{"data", "count"}``)."""
     with Client() as client:
         found = Sweep(client, {"id": sweep_id}).trials_json()
+    if as_json:
+        print(json.dumps({"data": found, "count": len(found)}, indent=2))
+        return 0
     # A two-stage sweep's trials say their stage and the settings they trained at.
     staged = any(trial.get("tuned") for trial in found)
     rows = []

@@ -24,17 +24,18 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_for_page(url: str, timeout_s: float) -> str:
-    """The page at ``url`` once it answers 200 (the server is starting meanwhile)."""
+def wait_for_line(
+    path: Path, start: str, process: subprocess.Popen[str], timeout_s: float
+) -> list[str]:
+    """The lines of ``path`` once one starts with ``start``; the process must not end first."""
     deadline = time.monotonic() + timeout_s
     while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return str(response.read().decode())
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+        said = path.read_text().splitlines(keepends=True)
+        if any(line.startswith(start) for line in said):
+            return said
+        assert process.poll() is None, f"ended ({process.returncode}) before {start!r}: {said}"
+        assert time.monotonic() < deadline, f"no {start!r} in {timeout_s} s: {said}"
+        time.sleep(0.2)
 
 
 def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
@@ -51,14 +52,23 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
         subprocess.Popen(command, env=env, stderr=stderr, text=True, start_new_session=True) as ui,
     ):
         try:
-            assert "<title>MLflow</title>" in wait_for_page(f"{url}/", timeout_s=240)
-            said = said_to.read_text().splitlines(keepends=True)
+            # A wait line at once; the address only once it answers: the page is read
+            # once, right after the address is said, with no retry (however long the
+            # server took to start on a loaded machine).
+            said = wait_for_line(said_to, "MLflow UI at ", ui, timeout_s=420)
+            with urllib.request.urlopen(f"{url}/", timeout=30) as response:
+                assert "<title>MLflow</title>" in response.read().decode()
             store = f"sqlite:///{tmp_path}/mlflow.db"
-            assert said[0] == f"MLflow UI at {url} (the sweeps' store {store})\n"
+            assert said[0] == (
+                f"starting the MLflow UI on port {port}; its address follows once it answers\n"
+            )
+            at = said.index(f"MLflow UI at {url} (the sweeps' store {store})\n")
             # Not where the links go by default (port 5000): the address the service's links
             # follow from now on, written under the home.
+            said = wait_for_line(said_to, "the service's links", ui, timeout_s=30)
             assert (
-                said[1] == f"the service's links come here (written to {tmp_path}/mlflow-ui.url)\n"
+                said[at + 1]
+                == f"the service's links come here (written to {tmp_path}/mlflow-ui.url)\n"
             )
             assert (tmp_path / "mlflow-ui.url").read_text() == f"{url}\n"
             assert DicesweepSettings(home=tmp_path).mlflow_ui == url
