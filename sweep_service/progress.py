@@ -18,10 +18,10 @@ from search_spaces.flags import constant_choices
 from search_spaces.lineage import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.reports import degenerate_reason, final_rows
 from search_spaces.reports.tables import tuned_settings
+from sweep_service.api.trials import count_states
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress
 
-FAILED_RUN_STATUSES = frozenset({"FAILED", "KILLED"})
 BEST_BY = "eval_f1"  # what "best trial" means, whatever metric the search ranked by
 
 
@@ -48,11 +48,12 @@ def read_progress(
         rows = trial_rows(client, sweep_id, experiment_id)
     except SweepNotFoundError:
         rows = pd.DataFrame(columns=["status"])
-    statuses = rows["status"]
+    counts = count_states([str(status) for status in rows["status"]], total=0)
     return TrialProgress(
-        running=int((statuses == "RUNNING").sum()),
-        done=int((statuses == "FINISHED").sum()),
-        failed=int(statuses.isin(FAILED_RUN_STATUSES).sum()),
+        running=counts.running,
+        done=counts.done,
+        failed=counts.failed,
+        stopped=counts.stopped,
         best_trial=best_trial(final_rows(rows)),
         tuning=tuning_state(rows),
         mlflow_experiment_id=experiment_id,
@@ -79,15 +80,15 @@ def tuning_state(rows: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def best_trial(rows: pd.DataFrame) -> dict[str, Any] | None:
-    """The trial with the highest ``eval_f1`` so far (a running trial counts with its
-    latest value) among those whose predictions are not degenerate
-    (``degenerate_reason``), as the API's ``BestTrial``; None when no trial has
-    reported one, or every one that did is degenerate (then no trial learned). The
-    caller leaves out the stage-1 trials of a two-stage sweep (scored on the tuning
-    split, not on dev)."""
+    """The trial with the highest ``eval_f1`` so far among the finished ones (MLflow's
+    FINISHED: a running or killed trial's metric is a mid-run one, not its score) whose
+    predictions are not degenerate (``degenerate_reason``), as the API's ``BestTrial``;
+    None when no finished trial reported one, or every one that did is degenerate
+    (then no trial learned). The caller leaves out the stage-1 trials of a two-stage
+    sweep (scored on the tuning split, not on dev)."""
     if BEST_BY not in rows.columns:
         return None
-    scored = rows.dropna(subset=[BEST_BY])
+    scored = rows[rows["status"] == "FINISHED"].dropna(subset=[BEST_BY])
     learned = scored[[degenerate_reason(row, BEST_BY) is None for _, row in scored.iterrows()]]
     if learned.empty:
         return None

@@ -31,13 +31,15 @@ class TrialsBar:
             self._bar.close()
 
     def show(self, sweep: dict[str, Any]) -> None:
-        """Trials ended (done and failed) and the status, counts and best in words; drawn
-        again only when they change (a notebook keeps every drawing in its output)."""
+        """Trials ended (done, failed, stopped) and the status, counts and best in words;
+        drawn again only when they change (a notebook keeps every drawing in its output)."""
         if self._bar is None:
             return
         counts = sweep["trials"]
-        ended = counts["done"] + counts["failed"]
+        stopped = counts.get("stopped", 0)  # absent from a service of before the count
+        ended = counts["done"] + counts["failed"] + stopped
         state = f"{sweep['status']}; {counts['running']} running, {counts['failed']} failed"
+        state += f", {stopped} stopped" if stopped else ""
         if best := sweep.get("best_trial"):
             state += f", best {best['loss']} eval_f1 {best['eval_f1']:.2f}"
         if (ended, state) == self._shown:

@@ -119,14 +119,16 @@ class SweepsPublic(BaseModel):
 
 
 class TrialCounts(BaseModel):
-    """Trials by state, from their MLflow runs: ``done`` FINISHED, ``failed`` FAILED or
-    KILLED, ``running`` RUNNING; ``pending`` the rest of the sweep's trial count
-    (not started, or not tracked yet)."""
+    """Trials by state, from their MLflow runs: ``done`` FINISHED, ``failed`` FAILED,
+    ``stopped`` KILLED (stopped by a cancel), ``running`` RUNNING; ``pending`` the rest
+    of the sweep's trial count (not started, or not tracked yet). The pages count the
+    same way (``trials.trial_counts``)."""
 
     pending: int
     running: int
     done: int
     failed: int
+    stopped: int = 0
 
 
 class BestTrial(BaseModel):

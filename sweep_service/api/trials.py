@@ -62,14 +62,31 @@ def _columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def trial_counts(sweep: Sweep) -> TrialCounts:
-    """The sweep's trials by state as last read from MLflow; the rest of its
+    """The sweep's trials by state as the store last read them from MLflow
+    (``progress.read_progress``, counting as ``count_states`` does); the rest of its
     ``trial_count`` trials are pending (not started, or not yet tracked)."""
     started = sweep.trials_running + sweep.trials_done + sweep.trials_failed
+    started += sweep.trials_stopped
     return TrialCounts(
         pending=max(sweep.trial_count - started, 0),
         running=sweep.trials_running,
         done=sweep.trials_done,
         failed=sweep.trials_failed,
+        stopped=sweep.trials_stopped,
+    )
+
+
+def count_states(statuses: list[str], total: int) -> TrialCounts:
+    """``statuses`` (MLflow's run statuses, one per trial) as counts: FINISHED done,
+    FAILED failed, KILLED stopped, RUNNING running, the rest of ``total`` pending."""
+    done, failed = statuses.count("FINISHED"), statuses.count("FAILED")
+    stopped, running = statuses.count("KILLED"), statuses.count("RUNNING")
+    return TrialCounts(
+        pending=max(total - done - failed - stopped - running, 0),
+        running=running,
+        done=done,
+        failed=failed,
+        stopped=stopped,
     )
 
 

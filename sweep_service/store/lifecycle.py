@@ -27,8 +27,9 @@ from sweep_service.store.models import FINISHED_STATUSES, Sweep, SweepStatus, ut
 
 @dataclass(frozen=True)
 class TrialProgress:
-    """A sweep's trials as its tracking store shows them: counts by state, the best
-    trial so far (a JSON object, or None), and the MLflow ids once they exist."""
+    """A sweep's trials as its tracking store shows them: counts by state (``failed``
+    FAILED, ``stopped`` KILLED by a cancel), the best trial so far (a JSON object, or
+    None), and the MLflow ids once they exist."""
 
     running: int = 0
     done: int = 0
@@ -40,6 +41,7 @@ class TrialProgress:
     # the sweep has finished; None: not read.
     rows: list[dict[str, Any]] | None = None
     tuning: dict[str, Any] | None = None  # {"stage": ..., "chosen": {...}} with tune
+    stopped: int = 0  # KILLED: stopped by a cancel, not failed
 
 
 def transition_sweep(
@@ -156,6 +158,7 @@ def record_progress(
         sweep.trials_running = progress.running
         sweep.trials_done = progress.done
         sweep.trials_failed = progress.failed
+        sweep.trials_stopped = progress.stopped
         sweep.best_trial = progress.best_trial
         sweep.tuning = progress.tuning
         sweep.mlflow_experiment_id = progress.mlflow_experiment_id or sweep.mlflow_experiment_id

@@ -219,6 +219,7 @@ class Sweep(Base):
     trials_running: Mapped[int] = mapped_column(default=0, server_default="0")
     trials_done: Mapped[int] = mapped_column(default=0, server_default="0")
     trials_failed: Mapped[int] = mapped_column(default=0, server_default="0")
+    trials_stopped: Mapped[int] = mapped_column(default=0, server_default="0")  # KILLED
     best_trial: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # A two-stage sweep's stage and chosen settings (``progress.tuning_state``); null without.
     tuning: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -16,7 +16,8 @@ from search_spaces.reports import degenerate_reason, loss_label, to_html
 from search_spaces.spec import expand_losses, validate_spec
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
-from sweep_service.api.trials import run_url, trial_counts
+from sweep_service.api.schemas import TrialCounts
+from sweep_service.api.trials import count_states, run_url, trial_counts
 from sweep_service.store import Sweep
 
 RUNNING = "RUNNING"
@@ -24,9 +25,9 @@ RUNNING = "RUNNING"
 
 @dataclass(frozen=True)
 class Progress:
-    """A sweep's trials by state; ``percent`` is the share that has ended. ``stopped``
-    trials were killed by a cancel (MLflow's KILLED), not failed; the store's counts
-    (``of``) hold them among ``failed``."""
+    """A sweep's trials by state, counted as the API counts them
+    (``trials.count_states``); ``percent`` is the share that has ended. ``stopped``
+    trials were killed by a cancel (MLflow's KILLED), not failed."""
 
     done: int
     failed: int
@@ -45,21 +46,20 @@ class Progress:
 
     @classmethod
     def of(cls, sweep: Sweep) -> Progress:
-        """As the store last read it from MLflow (the list page: no MLflow read)."""
-        counts = trial_counts(sweep)
-        return cls(counts.done, counts.failed, counts.running, counts.pending, sweep.trial_count)
+        """As the API answers it (the list page: no MLflow read)."""
+        return cls.from_counts(trial_counts(sweep), sweep.trial_count)
 
     @classmethod
     def from_rows(cls, rows: pd.DataFrame, total: int) -> Progress:
-        """From MLflow's trial runs as just read: FINISHED done, FAILED failed, KILLED
-        stopped, RUNNING running; the rest of ``total`` pending."""
-        states = rows["status"].value_counts() if "status" in rows else pd.Series(dtype=int)
-        done = int(states.get("FINISHED", 0))
-        failed = int(states.get("FAILED", 0))
-        stopped = int(states.get("KILLED", 0))
-        running = int(states.get(RUNNING, 0))
-        pending = max(total - done - failed - stopped - running, 0)
-        return cls(done, failed, running, pending, total, stopped)
+        """From MLflow's trial runs as just read (the sweep page)."""
+        statuses = [str(status) for status in rows["status"]] if "status" in rows else []
+        return cls.from_counts(count_states(statuses, total), total)
+
+    @classmethod
+    def from_counts(cls, counts: TrialCounts, total: int) -> Progress:
+        return cls(
+            counts.done, counts.failed, counts.running, counts.pending, total, counts.stopped
+        )
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def test_an_owner_never_sees_another_owners_sweeps(
 def test_a_new_sweep_has_every_trial_pending_and_no_best(api: Api, session: Session) -> None:
     created = api.client.post("/v1/sweeps", json={"extends": "smoke"}).json()
     detail = api.client.get(f"/v1/sweeps/{created['id']}").json()
-    assert detail["trials"] == {"pending": 2, "running": 0, "done": 0, "failed": 0}
+    assert detail["trials"] == {"pending": 2, "running": 0, "done": 0, "failed": 0, "stopped": 0}
     assert detail["best_trial"] is None
     assert detail["links"]["mlflow_run"] is None
     assert detail["trials_as_of"] is None
@@ -122,7 +122,7 @@ def test_the_detail_counts_trials_by_run_status_and_shows_the_best(
     # What the reconciler does once a pass; the GET reads only the store.
     record_progress(session, sweep.id, read_progress(tracking, sweep.id))
     detail = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()
-    assert detail["trials"] == {"pending": 1, "running": 1, "done": 2, "failed": 2}
+    assert detail["trials"] == {"pending": 1, "running": 1, "done": 2, "failed": 1, "stopped": 1}
     assert detail["best_trial"] == {
         "run_id": run_ids[1],
         "loss": "dsc(alpha=0.1)",
@@ -184,7 +184,7 @@ def test_the_detail_answers_from_the_store_not_from_mlflow(
     progress = TrialProgress(1, 1, 0, best, "7", "abc123")  # no such runs in MLflow
     record_progress(session, sweep.id, progress)
     detail = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()
-    assert detail["trials"] == {"pending": 2, "running": 1, "done": 1, "failed": 0}
+    assert detail["trials"] == {"pending": 2, "running": 1, "done": 1, "failed": 0, "stopped": 0}
     assert detail["best_trial"] == best
     assert detail["trials_as_of"] is not None
     assert "/#/experiments/7/runs?" in detail["links"]["mlflow_experiment"]

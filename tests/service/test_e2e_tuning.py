@@ -109,7 +109,7 @@ def test_two_stage_sweep_over_rest_resumes_stage_two_after_a_restart(
     wait(lambda: service.sweep(sweep_id)["status"] in ("succeeded", "failed"), 900, "the sweep")
     sweep = service.sweep(sweep_id)
     assert sweep["status"] == "succeeded", sweep["message"][-3000:]
-    assert sweep["trials"] == {"pending": 0, "running": 0, "done": 8, "failed": 0}
+    assert sweep["trials"] == {"pending": 0, "running": 0, "done": 8, "failed": 0, "stopped": 0}
     assert "tune" in stages_seen
 
     runs = trial_runs(service.home, sweep_id)

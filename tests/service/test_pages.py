@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from search_spaces.presets import resolve_spec
 from sweep_service.api.auth import KEY_COOKIE
+from sweep_service.progress import read_progress
 from sweep_service.store import (
     Owner,
     SweepDraft,
@@ -120,7 +121,7 @@ def test_a_running_sweep_page_shows_trials_table_and_links(
     assert answer.status_code == 200
     html, text = answer.text, _text(answer.text)
     # The running trial with its epoch, optimiser steps and latest metric.
-    assert "focal(gamma=2) seed=1 mrpc/original 2 30 61.50" in text
+    assert "focal(gamma=2) seed=1 mrpc/original 2.0 30 61.50" in text
     # A finished trial with its steps and why it stopped; the steps under the table.
     assert "dsc(alpha=0.1) seed=1 mrpc/original finished 460 early stopping 87.00" in text
     assert "Optimiser steps per trial (min/median/max): dsc(alpha=0.1) 460." in text
@@ -189,7 +190,8 @@ def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
     sweep = create_sweep(session, alice.id, SweepDraft.from_spec(spec, resolve_spec(spec))).sweep
     transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
     transition_sweep(session, sweep.id, SweepStatus.RUNNING)
-    killed = [FakeTrial({"name": "ce"}), FakeTrial({"name": "dsc", "alpha": 0.1})]
+    # ce reported a mid-run eval_f1 before it was killed: not a score.
+    killed = [FakeTrial({"name": "ce"}, eval_f1=42.44), FakeTrial({"name": "dsc", "alpha": 0.1})]
     write_trials(tracking, sweep.id, [replace(trial, status="KILLED") for trial in killed])
     cancel = api.client.post(f"/v1/sweeps/{sweep.id}/cancel")  # the cookie cannot cancel
     assert cancel.status_code == 401
@@ -217,8 +219,17 @@ def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
     assert "ce seed=0 mrpc/original killed" in text
     # Followed until its trials are read once after the end, then final.
     assert "data-final" not in api.client.get(f"/sweeps/{sweep.id}/live").text
-    record_progress(session, sweep.id, TrialProgress())
+    record_progress(session, sweep.id, read_progress(tracking, sweep.id))
     assert 'data-final="true"' in api.client.get(f"/sweeps/{sweep.id}/live").text
+    # One count everywhere: the API, the list page and the sweep page; no best trial
+    # from a killed trial's mid-run metric.
+    answer = api.client.get(f"/v1/sweeps/{sweep.id}", headers=headers).json()
+    assert answer["trials"] == {"pending": 4, "running": 0, "done": 0, "failed": 0, "stopped": 2}
+    assert answer["best_trial"] is None
+    counts = "2/6 trials (33%): 0 done, 0 running, 0 failed, 2 stopped, 4 not started"
+    listed = _text(api.client.get("/").text)
+    assert counts in listed and counts in _text(api.client.get(f"/sweeps/{sweep.id}").text)
+    assert "none: no trial finished" in listed and "42.44" not in listed
 
 
 def test_another_owners_sweep_is_not_shown(

@@ -27,7 +27,7 @@ from sweep_service.store import (
 from sweep_service.store.migrate import alembic_config
 from sweep_service.store.models import Base
 
-HEAD = "0004"  # the newest migration
+HEAD = "0005"  # the newest migration
 TABLES = {"owners", "api_keys", "sweeps"}
 
 
