@@ -13,6 +13,7 @@ import pandas as pd
 
 from search_spaces.reports.budget import BUDGET_INCHES, budget_frame, draw_budget_curves
 from search_spaces.reports.formats import _cells, format_value, sort_key
+from search_spaces.reports.heat_scale import heat_scale
 
 
 def plot_title(table: pd.DataFrame) -> str:
@@ -117,12 +118,18 @@ def _stat(table: pd.DataFrame, stat: str) -> pd.DataFrame:
 
 
 def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
+    from matplotlib.colors import ListedColormap
+
     means, cells = _stat(table, "mean"), _cells(table)
-    image = axes.imshow(means.to_numpy(), cmap="viridis", aspect="auto")
-    axes.figure.colorbar(image, ax=axes, label=table.attrs["metric"])
+    scale = heat_scale(means.to_numpy(), table)
+    cmap = "viridis" if scale.coloured else ListedColormap(["#e8e8e8"])
+    image = axes.imshow(means.to_numpy(), cmap=cmap, vmin=scale.low, vmax=scale.high, aspect="auto")
+    if scale.coloured:
+        axes.figure.colorbar(image, ax=axes, label=table.attrs["metric"])
     axes.set_xticks(range(len(cells.columns)), list(cells.columns), rotation=30, ha="right")
     axes.set_yticks(range(len(cells.index)), [wrap_label(str(label)) for label in cells.index])
-    axes.set_xlabel(table.attrs["cols_key"])
+    note = "" if scale.coloured else f"\n{scale.note}"
+    axes.set_xlabel(f"{table.attrs['cols_key']}{note}")
     axes.set_ylabel(table.attrs["rows_key"])
     values = means.to_numpy()
     for i, label in enumerate(cells.index):
