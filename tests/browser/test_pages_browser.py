@@ -414,6 +414,18 @@ def test_a_cancelled_sweep_page_says_what_ran_and_what_never_did(
     expect(page.locator("span.run.killed").first).to_be_visible()
     expect(page.locator("span.run.not-started").first).to_be_visible()
     page.screenshot(path=screenshots / "sweep-cancelled.png", full_page=True)
+    # The API and the list count the killed trials as the page does: stopped, not
+    # failed; and no best so far from a killed trial's mid-run metric (every two steps
+    # they logged an eval_f1).
+    trials = service.sweep(sweep_id)["trials"]
+    assert trials["failed"] == 0 and trials["stopped"] > 0, trials
+    stopped = trials["stopped"]
+    expect(counts).to_contain_text(f"0 failed, {stopped} stopped")
+    assert service.sweep(sweep_id)["best_trial"] is None
+    page.goto(f"http://127.0.0.1:{service.port}/")
+    row = page.locator("table.list tbody tr").filter(has_text="cancelled-demo")
+    expect(row.locator(".counts")).to_contain_text(f"0 failed, {stopped} stopped")
+    expect(row).to_contain_text("none: no trial finished")
     assert refused == []
 
 
