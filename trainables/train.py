@@ -1,7 +1,10 @@
 """The Ray Tune trainable ``train(config)``, and the same trial from the command line.
 
     python -m trainables.train --task ner --dataset conll2003 \
-        --loss '{"name": "dsc", "alpha": 0.1}' --model bert-base-cased --epochs 3
+        --loss '{"name": "dsc", "alpha": 0.1}' --model tiny-bert --epochs 1
+
+``--model`` is ``tiny-bert`` (built here, nothing to download), a folder of a saved
+model, or a hub id; one that cannot load ends the command in one line at its start.
 
 ``config`` follows the trial contract of ``search_spaces.sections.TrialConfig``:
 ``dataset``, ``variant``, ``model``, ``loss``, ``seed``, ``training``.
@@ -290,6 +293,12 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     config = config_from_args(args)
+    from trainables.model_source import ModelUnavailableError, check_model
+
+    try:  # before the data is read: a model that cannot load is said in one line
+        check_model(config["model"])
+    except ModelUnavailableError as error:
+        raise SystemExit(f"trainables.train: {error}") from None
     reporter = TerminalReporter(args.output_dir, args.resume)
     try:
         metrics = run_trial(config, reporter)
