@@ -33,6 +33,10 @@ from search_spaces.flags import constant_choices
 TUNE_STAGE = "tune"  # the rows of stage 1 (the two-stage sweep's row column ``stage``)
 CURVE_COLUMNS = ("curve", "trials", "mean", "std")
 TIE = 1e-9  # expected bests closer than this are even: neither is ahead
+# A gap between two curves at one budget is resolved when it exceeds this many
+# standard deviations of the difference of the two bests (their stds combined as
+# independent): about a 95% two-sided interval for normal bests.
+RESOLVED_AT = 2.0
 
 
 def expected_best(scores: Sequence[float]) -> list[tuple[float, float]]:
@@ -94,8 +98,12 @@ def reading(curves: pd.DataFrame, baseline: str = "ce") -> str:
     ``baseline``) of the same sweep, data set and variant, over the budgets both
     reach: "dsc overtakes ce at 4 trials", "ce stays ahead of focal at every budget
     (1–6 trials)", "dice is ahead of ce at every budget (1–6 trials)"; curves that
-    cross back and forth list where each leads."""
-    means = {label: block["mean"].tolist() for label, block in curves.groupby("curve", sort=False)}
+    cross back and forth list where each leads. A curve is ahead at a budget only
+    where the gap is resolved (over ``RESOLVED_AT`` stds of the difference of the
+    two bests): gaps within the spread read "not resolved at any budget"."""
+    blocks = dict(tuple(curves.groupby("curve", sort=False)))
+    means = {label: block["mean"].tolist() for label, block in blocks.items()}
+    stds = {label: block["std"].fillna(0.0).tolist() for label, block in blocks.items()}
     groups: dict[str, list[str]] = {}
     for label in means:  # a loss label has no spaces: " on " starts the group's name
         groups.setdefault(label.partition(" on ")[2], []).append(label)
@@ -104,22 +112,36 @@ def reading(curves: pd.DataFrame, baseline: str = "ce") -> str:
         wanted = f"{baseline} on {where}" if where else baseline
         base = wanted if wanted in labels else labels[0]
         sentences += [
-            _against(label, means[label], base, means[base]) for label in labels if label != base
+            _against(label, means[label], base, means[base], _spread(stds[label], stds[base]))
+            for label in labels
+            if label != base
         ]
     return "; ".join(sentences) + "." if sentences else ""
 
 
-def _against(label: str, mine: list[float], base: str, theirs: list[float]) -> str:
+def _spread(mine: list[float], theirs: list[float]) -> list[float]:
+    """Per budget, the gap two curves must exceed to be resolved (metric points)."""
+    return [RESOLVED_AT * math.hypot(a, b) for a, b in zip(mine, theirs, strict=False)]
+
+
+def _against(
+    label: str, mine: list[float], base: str, theirs: list[float], spread: list[float]
+) -> str:
     budgets = min(len(mine), len(theirs))
-    ahead = [mine[n] > theirs[n] + TIE for n in range(budgets)]
-    behind = [theirs[n] > mine[n] + TIE for n in range(budgets)]
+    ahead = [mine[n] > theirs[n] + max(TIE, spread[n]) for n in range(budgets)]
+    behind = [theirs[n] > mine[n] + max(TIE, spread[n]) for n in range(budgets)]
     span = f"1–{budgets} trials" if budgets > 1 else "1 trial"
     if all(ahead):
         return f"{label} is ahead of {base} at every budget ({span})"
     if all(behind):
         return f"{base} stays ahead of {label} at every budget ({span})"
     if not any(ahead) and not any(behind):
-        return f"{label} and {base} are even at every budget ({span})"
+        if all(abs(mine[n] - theirs[n]) <= TIE for n in range(budgets)):
+            return f"{label} and {base} are even at every budget ({span})"
+        return (
+            f"{label} and {base} differ by less than {RESOLVED_AT:g} stds of their bests"
+            f" at every budget ({span}): not resolved"
+        )
     first = ahead.index(True) if any(ahead) else budgets
     if any(ahead) and all(ahead[first:]) and not any(ahead[:first]):
         return f"{label} overtakes {base} at {first + 1} trials"

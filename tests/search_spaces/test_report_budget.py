@@ -187,7 +187,11 @@ def test_a_table_carries_the_curves_and_its_lines_say_how_to_read_them() -> None
     table = with_budget_curves(_table(), rows, random_sampling=True)
     budget = table.attrs["budget"]
     assert budget["random_sampling"] is True
-    assert budget["reading"] == "ce stays ahead of dsc at every budget (1–3 trials)."
+    # Gaps of 0.33-1 against stds of 0.5-0.8: no lead is claimed.
+    reading_line = (
+        "dsc and ce differ by less than 2 stds of their bests at every budget (1–3 trials)"
+    )
+    assert budget["reading"] == f"{reading_line}: not resolved."
     assert budget["curves"][0] == {
         "curve": "ce",
         "trials": 1,
@@ -200,7 +204,7 @@ def test_a_table_carries_the_curves_and_its_lines_say_how_to_read_them() -> None
     )
     assert lines[1] == "- ce: 2.00 ± 0.82, 2.44 ± 0.68, 2.67 ± 0.54"
     assert lines[2] == "- dsc: 1.33 ± 0.47, 1.56 ± 0.50, 1.70 ± 0.46"
-    assert lines[3] == "Reading: ce stays ahead of dsc at every budget (1–3 trials)."
+    assert lines[3] == f"Reading: {reading_line}: not resolved."
     assert len(lines) == 4
     grid = with_budget_curves(_table(), rows, random_sampling=False)
     assert budget_lines(grid)[-1].startswith("Stage 1 ran a grid, not random draws")
@@ -215,3 +219,23 @@ def test_without_stage_one_rows_the_table_carries_nothing() -> None:
     table = with_budget_curves(_table(), _rows({"ce": [1.0]}, stage="final"), True)
     assert "budget" not in table.attrs
     assert budget_lines(table) == []
+
+
+def test_the_reading_claims_a_lead_only_where_the_gap_is_resolved() -> None:
+    # As reported: ce 0.4-0.6 above dsc with stds of 12-25 at every budget.
+    curves = pd.DataFrame(
+        [
+            {"curve": label, "trials": n, "mean": mean + gap, "std": std}
+            for label, gap in (("ce", 0.5), ("dsc", 0.0))
+            for n, (mean, std) in enumerate([(40.0, 25.0), (50.0, 18.0), (55.0, 12.0)], start=1)
+        ]
+    )
+    assert reading(curves) == (
+        "dsc and ce differ by less than 2 stds of their bests at every budget (1–3 trials):"
+        " not resolved."
+    )
+    # The same gap with bests that hardly vary is resolved.
+    assert reading(curves.assign(std=0.1)) == "ce stays ahead of dsc at every budget (1–3 trials)."
+    # Resolved only from the third budget on (the stds shrink): the lead starts there.
+    shrinking = curves.assign(std=[25.0, 18.0, 0.1] * 2)
+    assert reading(shrinking) == "ce overtakes dsc at 3 trials."

@@ -23,6 +23,10 @@ from search_spaces.reports import (
 )
 from tests.stage_rows import STAGE_ONE, STAGE_TWO, two_stage_rows
 
+# dsc's curve crosses ce's at 5 trials, by 0.23 points against stds of 0.24 and 4.81:
+# within the spread of the bests, so the reading claims no lead.
+READING = "dsc and ce differ by less than 2 stds of their bests at every budget (1–6 trials)"
+
 
 def _table(rows: pd.DataFrame, random_sampling: bool = True) -> pd.DataFrame:
     table = paper_table(final_rows(rows), "eval_f1", title="two-stage")
@@ -40,7 +44,7 @@ def test_the_table_averages_stage_two_only() -> None:
     assert table.at["dsc", ("mrpc", "mean")] == pytest.approx(sum(STAGE_TWO["dsc"]) / 3)
 
 
-def test_the_reading_finds_where_dsc_overtakes_ce() -> None:
+def test_the_curves_cross_at_5_trials_within_their_spread() -> None:
     budget = _table(two_stage_rows()).attrs["budget"]
     # By hand, weights w_i = ((i/6)^n - ((i-1)/6)^n) over the sorted scores:
     # n = 4 (weights 1, 15, 65, 175, 369, 671 / 1296): ce 110519.8/1296 = 85.28,
@@ -54,7 +58,7 @@ def test_the_reading_finds_where_dsc_overtakes_ce() -> None:
     assert means["dsc", 4] == pytest.approx(109492 / 1296)
     assert means["ce", 5] == pytest.approx(663567.2 / 7776)
     assert means["dsc", 5] == pytest.approx(665394 / 7776)
-    assert budget["reading"] == "dsc overtakes ce at 5 trials."
+    assert budget["reading"] == f"{READING}: not resolved."
 
 
 def test_markdown_shows_the_curves_table_and_the_reading_under_the_table() -> None:
@@ -64,7 +68,7 @@ def test_markdown_shows_the_curves_table_and_the_reading_under_the_table() -> No
     curves = text[table_end:]
     assert "|   trials | ce" in curves and "| dsc" in curves
     assert len([line for line in curves.splitlines() if line.startswith("|")]) == 2 + 6
-    assert "Reading: dsc overtakes ce at 5 trials." in curves
+    assert f"Reading: {READING}: not resolved." in curves
     assert "estimator assumes random sampling" not in curves
 
 
@@ -82,8 +86,8 @@ def test_html_latex_and_json_carry_the_curves() -> None:
     curves = html[html.index('<section class="budget">') :]
     assert curves.count("<tr><th>") == 1 + 6  # the head, then one line per budget
     assert "<tr><th>5</th><td>85.34 ± 0.24</td><td>85.57 ± 4.81</td></tr>" in curves
-    assert '<p class="budget-reading">dsc overtakes ce at 5 trials.</p>' in html
-    assert "% Reading: dsc overtakes ce at 5 trials." in to_latex(table)
+    assert f'<p class="budget-reading">{READING}: not resolved.</p>' in html
+    assert f"% Reading: {READING}: not resolved." in to_latex(table)
     budget = json.loads(to_json(table))["budget"]
     assert budget["metric"] == "eval_f1"
     assert [c["trials"] for c in budget["curves"]] == [1, 2, 3, 4, 5, 6] * 2

@@ -25,8 +25,14 @@ def test_the_grid_of_a_two_stage_sweep_leaves_stage_one_out_and_carries_its_curv
     trials = two_stage_rows()
     table = grid_of(trials, "sweep 'sw-1'", "two-stage", random_sampling=True)
     assert table.at["ce", ("mrpc", "count")] == 3  # stage 2's seeds only
-    assert table.attrs["budget"]["reading"] == "dsc overtakes ce at 5 trials."
-    assert "Reading: dsc overtakes ce at 5 trials." in to_markdown(table)
+    assert table.attrs["budget"]["reading"] == (
+        "dsc and ce differ by less than 2 stds of their bests at every budget (1–6 trials):"
+        " not resolved."
+    )
+    assert (
+        "Reading: dsc and ce differ by less than 2 stds of their bests at every budget"
+        " (1–6 trials): not resolved." in to_markdown(table)
+    )
     renderer = PngRenderer()  # the API's, which draws every PNG it serves
     png = renderer.png(table).result()
     plain = grid_of(trials[trials["stage"] == "final"], "sweep 'sw-1'", "two-stage")
@@ -47,7 +53,7 @@ def test_the_sweep_page_shows_the_curves_and_says_when_stage_one_was_a_grid() ->
     gridded = {"tune": {"learning_rate": [1e-5, 3e-5, 1e-4], "trials_per_loss": 3}}
     html = grid_html(trials, "eval_f1", "two-stage", stage_one_is_random(gridded))
     assert html is not None and '<section class="budget">' in html
-    assert "dsc overtakes ce at 5 trials." in html
+    assert "dsc and ce differ by less than 2 stds of their bests" in html
     assert "the estimator assumes random sampling" in html
     drawn = {"tune": {"learning_rate": {"loguniform": [1e-5, 1e-4]}, "trials_per_loss": 6}}
     html = grid_html(trials, "eval_f1", "two-stage", stage_one_is_random(drawn))

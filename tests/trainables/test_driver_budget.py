@@ -33,7 +33,10 @@ def test_a_two_stage_report_has_the_curves_beside_the_table(
     markdown = write_reports(
         client, run_id, rows, "eval_f1", name="two-stage", random_sampling=True
     )
-    assert "Reading: dsc overtakes ce at 5 trials." in markdown
+    assert (
+        "Reading: dsc and ce differ by less than 2 stds of their bests at every budget"
+        " (1–6 trials): not resolved." in markdown
+    )
     names = {item.path for item in client.list_artifacts(run_id, "report")}
     assert "report/budget_curves.csv" in names and "report/grid.png" in names
     text = _artifact(client, run_id, "report/budget_curves.csv", tmp_path / "down")
