@@ -23,6 +23,7 @@ from search_spaces.spec import (
     DEFAULT_MAX_TRIALS,
     SweepSpec,
     check_text,
+    stage_counts,
     trial_count,
     validate_spec,
 )
@@ -164,18 +165,23 @@ def resolve_spec(
 
 # What a preset's description speaks of: a spec that changes one of them and writes no
 # description of its own gets one derived from what it runs.
-DESCRIBED = frozenset({"task", "model", "search_space", "search", "seeds"})
+DESCRIBED = frozenset({"task", "model", "search_space", "search", "seeds", "tune"})
 
 
 def derived_description(spec: SweepSpec) -> str:
-    """``"ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"``."""
+    """``"ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"``; a
+    two-stage sweep counts both stages: ``"... 1 seed (8 trials: 6 in stage 1 + 2 in
+    stage 2)"``."""
     losses = list(dict.fromkeys(entry.name for entry in spec.search_space.losses))
     datasets = ", ".join(dataset_label(dataset) for dataset in spec.task.dataset)
     kind = f" ({spec.task.kind})" if spec.task.kind else ""
-    seeds, trials = len(spec.seeds), trial_count(spec)
+    seeds, trials, stages = len(spec.seeds), trial_count(spec), stage_counts(spec)
+    counted = f"{trials} trial{'s' if trials != 1 else ''}"
+    if "tune" in stages:
+        counted += f": {stages['tune']} in stage 1 + {stages['final']} in stage 2"
     return (
         f"{_listed(losses)} on {datasets}{kind}, {spec.model}, "
-        f"{seeds} seed{'s' if seeds != 1 else ''} ({trials} trial{'s' if trials != 1 else ''})"
+        f"{seeds} seed{'s' if seeds != 1 else ''} ({counted})"
     )
 
 

@@ -17,7 +17,7 @@ from search_spaces.presets import (
     resolve_spec,
     shared_presets,
 )
-from search_spaces.spec import expand_losses, trial_count
+from search_spaces.spec import expand_losses, stage_counts, trial_count
 
 EXPECTED_COUNTS = {
     "dsc_alpha": 9,
@@ -187,3 +187,14 @@ def test_resolving_leaves_the_shared_presets_as_parsed() -> None:
         spec = resolve_spec({"extends": name, "seeds": [5, 6]})
         assert spec.seeds == [5, 6]
     assert shared_presets() == before
+
+
+def test_a_two_stage_sweep_is_described_by_what_both_stages_run() -> None:
+    # The smoke preset says "1 seed (2 trials)"; with tune, 2 losses x 3 stage-1
+    # trials run before stage 2's 2 trials.
+    tune = {"learning_rate": [1e-5, 3e-5, 5e-5], "trials_per_loss": 3}
+    spec = resolve_spec({"extends": "smoke", "tune": tune})
+    stages = stage_counts(spec)
+    assert stages == {"tune": 6, "final": 2}
+    assert spec.description.endswith("1 seed (8 trials: 6 in stage 1 + 2 in stage 2)")
+    assert trial_count(spec) == 8
