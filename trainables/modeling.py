@@ -1,7 +1,7 @@
 """Tokenizers and encoders: any ``transformers`` model by hub id or local path.
 
 The special model name ``tiny-bert`` builds a 2-layer, 64-wide BERT initialised
-at random, with a WordPiece vocabulary learned from the training texts, so a
+at random, with a vocabulary of the training texts (``tiny_vocab``), so a
 sweep runs offline in seconds (tests and the ``smoke`` preset).
 """
 
@@ -26,6 +26,7 @@ from transformers import (
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from search_spaces.datasets import TaskKind
+from trainables.tiny_vocab import build_vocab, write_vocab
 
 TINY_BERT = "tiny-bert"
 TINY_VOCAB_SIZE = 4000
@@ -45,24 +46,21 @@ _HEADS = {
 
 
 def tiny_tokenizer(texts: Iterable[str], cache_dir: Path, key: str) -> PreTrainedTokenizerBase:
-    """A cased WordPiece tokenizer learned from ``texts``, saved once under ``cache_dir/key``.
+    """A cased WordPiece tokenizer whose vocabulary comes from ``texts``
+    (``tiny_vocab.build_vocab``: the same in every process), saved once under
+    ``cache_dir/tokenizers/words-<key>``.
 
     Every trial of a sweep asks for the same ``key`` (the data set and variant), so
-    they share one vocabulary; a file lock keeps concurrent trials from training it
-    twice.
+    they share one vocabulary; a file lock keeps concurrent trials from building it
+    twice. (The ``words-`` folders replace the trained vocabularies cached before,
+    which differed from process to process.)
     """
-    from tokenizers import BertWordPieceTokenizer
-
-    folder = cache_dir / "tokenizers" / key
+    folder = cache_dir / "tokenizers" / f"words-{key}"
     folder.mkdir(parents=True, exist_ok=True)
     with FileLock(str(folder) + ".lock"):
         if not (folder / "tokenizer_config.json").exists():
-            trainer = BertWordPieceTokenizer(lowercase=False)
-            trainer.train_from_iterator(texts, vocab_size=TINY_VOCAB_SIZE, min_frequency=1)
-            trainer.save_model(str(folder))
-            BertTokenizer(vocab=str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(
-                folder
-            )
+            vocab = write_vocab(build_vocab(texts, TINY_VOCAB_SIZE), folder)
+            BertTokenizer(vocab=str(vocab), do_lower_case=False).save_pretrained(folder)
     tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(folder)
     return tokenizer
 
