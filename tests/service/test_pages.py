@@ -347,3 +347,31 @@ def test_the_best_so_far_skips_degenerate_trials_and_says_when_none_learned(
     assert reasons == {"ce": None, "dsc(alpha=0.1)": "predicts positive for 99.3% of pairs"}
     page = _text(api.client.get(f"/sweeps/{some}").text)
     assert "dsc(alpha=0.1) seed=0 mrpc/original degenerate: predicts positive for 99.3%" in page
+
+
+def test_a_running_trials_flag_is_provisional_and_a_stop_reason_is_no_error(
+    signed_in: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    api = signed_in
+    sweep = create_sweep(session, alice.id, make_draft("provisional", trials=2)).sweep
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    transition_sweep(session, sweep.id, SweepStatus.RUNNING)
+    trials = [
+        FakeTrial({"name": "ce"}, seed=0, status="RUNNING", eval_f1=81.8, metrics=CONSTANT),
+        FakeTrial({"name": "ce"}, seed=1, eval_f1=83.0, metrics=LEARNED),
+    ]
+    running, finished = write_trials(tracking, sweep.id, trials)
+    tracking.log_metric(running, "epoch", 20 / 7)  # step 20 of 7 per epoch
+    tracking.set_tag(finished, "dicesweep.stop_reason", "epochs")
+    record_progress(session, sweep.id, read_progress(tracking, sweep.id))
+    html = api.client.get(f"/sweeps/{sweep.id}").text
+    # At its latest evaluation the running trial predicts one class: said, but as
+    # provisional (grey, italic), not as the red line of a failure.
+    assert (
+        '<div class="provisional" title="judged on its latest evaluation; the flag is'
+        ' settled when the trial finishes">degenerate so far: predicts positive for 99.3%'
+    ) in html
+    assert 'class="reason"' not in html
+    assert '<div class="stop">epochs</div>' in html
+    text = _text(html)
+    assert "ce seed=0 mrpc/original 2.9" in text and "2.85714" not in text
