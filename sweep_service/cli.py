@@ -16,11 +16,11 @@ import os
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from search_spaces.settings import DicesweepSettings
+    from sweep_service.store.models import ApiKey
 
 # Report formats; the renderers (pandas) are imported only by the commands that use them.
 FORMATS = ("markdown", "csv", "latex", "html", "json", "png")
@@ -140,20 +140,21 @@ def cmd_keys(args: argparse.Namespace) -> int:
     """Create, list or revoke API keys in the service's store; a refusal (an unknown
     owner or prefix) is said in one line, exit 1."""
     from search_spaces.settings import DicesweepSettings
-    from sweep_service import store
+    from sweep_service.store import StoreError
 
-    settings = DicesweepSettings()
     try:
-        _keys(args, settings, store)
-    except store.StoreError as error:
+        _keys(args, DicesweepSettings())
+    except StoreError as error:
         detail = error.args[0] if error.args else error
         print(f"dicesweep keys: {detail}", file=sys.stderr)
         return 1
     return 0
 
 
-def _keys(args: argparse.Namespace, settings: DicesweepSettings, store: ModuleType) -> None:
+def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
     """``cmd_keys``'s work, in the store at ``settings.database_url``."""
+    from sweep_service import store
+
     settings.home.mkdir(parents=True, exist_ok=True)
     store.upgrade(settings.database_url)
     sessions = store.create_session_factory(store.create_engine_for(settings.database_url))
@@ -187,7 +188,7 @@ def _keys(args: argparse.Namespace, settings: DicesweepSettings, store: ModuleTy
             store.revoke_api_key(session, args.prefix)
 
 
-def _key_json(key: Any) -> dict[str, Any]:
+def _key_json(key: ApiKey) -> dict[str, Any]:
     """An API key as ``keys list --json`` prints it: never the key, only its prefix."""
     revoked = key.revoked_at.isoformat() if key.revoked_at else None
     return {"prefix": key.prefix, "created_at": key.created_at.isoformat(), "revoked_at": revoked}
