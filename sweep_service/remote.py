@@ -26,13 +26,15 @@ def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
             print(json.dumps(sweep.info, indent=2))
             return 0
         info = sweep.info
-        print(f"sweep {sweep.id} ({info['name']}): {info['trial_count']} trials")
+        headline = f"sweep {sweep.id} ({info['name']}): {info['trial_count']} trials"
         if not wait:
+            print(headline)
             print(f"status: {info['status']}")
             print(f"page:   {client.absolute(info['links']['page'])}")
             print(f"follow: dicesweep status {sweep.id}")
             return 0
-        try:
+        try:  # from its first line: a Ctrl-C once the sweep is named is a follower's
+            print(headline, flush=True)
             final = follow(sweep)
         except KeyboardInterrupt:
             print(
