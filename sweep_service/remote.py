@@ -68,6 +68,8 @@ def state_line(sweep: dict[str, Any]) -> str:
     stage = f" (stage {tuning['stage']})" if tuning else ""
     state = f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
     state += f"{counts['failed']} failed"
+    if counts.get("stopped"):
+        state += f", {counts['stopped']} stopped"
     if best:
         state += f", best eval_f1 {best['eval_f1']:.2f}"
     elif counts["done"]:
@@ -94,7 +96,8 @@ def follow(sweep: Sweep) -> dict[str, Any]:
         for state in sweep.states():
             line = state_line(state)
             counts = state["trials"]
-            progress.update(task, completed=counts["done"] + counts["failed"], state=line)
+            ended = counts["done"] + counts["failed"] + counts.get("stopped", 0)
+            progress.update(task, completed=ended, state=line)
             if not interactive and line != last_line:
                 print(line, flush=True)
                 last_line = line
