@@ -49,7 +49,8 @@ def test_the_embedded_ui_asks_each_owner_to_sign_in_once_keys_exist(tmp_path: Pa
         subprocess.Popen(command, env=env, stderr=stderr, start_new_session=True) as ui,
     ):
         try:
-            alice = httpx.Client(base_url=url, auth=("alice", passwords["alice"]), timeout=10)
+            # A loaded machine's MLflow workers may take tens of seconds to answer.
+            alice = httpx.Client(base_url=url, auth=("alice", passwords["alice"]), timeout=120)
             own = _when_granted(alice, "dicesweep/alice", said_to)
             assert own.status_code == 200, said_to.read_text()
             assert "sign-in required" in said_to.read_text()
@@ -60,7 +61,7 @@ def test_the_embedded_ui_asks_each_owner_to_sign_in_once_keys_exist(tmp_path: Pa
             by_name = {"experiment_name": "dicesweep/bob"}
             bob_experiment = alice.get("/api/2.0/mlflow/experiments/get-by-name", params=by_name)
             assert bob_experiment.status_code == 403
-            anonymous = httpx.get(f"{url}/api/2.0/mlflow/runs/get", params=bob_run, timeout=10)
+            anonymous = httpx.get(f"{url}/api/2.0/mlflow/runs/get", params=bob_run, timeout=120)
             assert anonymous.status_code == 401
         finally:
             os.killpg(ui.pid, signal.SIGINT)
