@@ -20,15 +20,24 @@ RUN sh /tmp/python-base.sh && rm /tmp/python-base.sh \
     && chown -R mlflow:mlflow /var/lib/mlflow && chmod 700 /var/lib/mlflow/auth
 COPY --from=build /opt/mlflow /opt/mlflow
 COPY mlflow-auth.sh /usr/local/bin/mlflow-auth
+# MLFLOW_WORKERS: the server's worker processes (about 250 MB each). uvicorn's
+# supervisor kills and restarts a worker that misses its ping for
+# --timeout-worker-healthcheck seconds (5 by default): on a loaded 2-core host a busy
+# or starting worker misses it for longer, and restarts only add load. 120 s.
 ENV PATH=/opt/mlflow/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     MLFLOW_HOST=0.0.0.0 \
     MLFLOW_PORT=5000 \
-    MLFLOW_ARTIFACTS_DESTINATION=/var/lib/mlflow/artifacts
+    MLFLOW_ARTIFACTS_DESTINATION=/var/lib/mlflow/artifacts \
+    MLFLOW_WORKERS=2 \
+    MLFLOW_UVICORN_OPTS="--timeout-worker-healthcheck 120"
 USER mlflow
 WORKDIR /home/mlflow
 EXPOSE 5000
-HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=5 \
-    CMD wget -q -O /dev/null http://127.0.0.1:5000/health
+# Sized for a loaded 2-core host: a start (each worker imports MLflow and opens the
+# store) may take minutes, an answer 10 s or more; after the first 5 minutes, 10
+# failed checks in a row (about 3 minutes) mark it unhealthy.
+HEALTHCHECK --interval=15s --timeout=20s --start-period=300s --retries=10 \
+    CMD wget -q -T 20 -O /dev/null http://127.0.0.1:5000/health
 ENTRYPOINT ["tini", "--", "mlflow-auth"]
-CMD ["mlflow", "server", "--app-name", "basic-auth", "--workers", "2"]
+CMD ["mlflow", "server", "--app-name", "basic-auth"]
