@@ -1,146 +1,54 @@
-"""Faults injected into the compose topology mid-sweep, one scenario each, and what
-must hold afterwards: the sweep succeeded, every trial finished, every grid cell holds
-both seeds, and MLflow holds one parent run and exactly one run per trial (no
-duplicate from a retry or a resumed driver), none of them left marked failed, and the
-sweep's message keeps no stale failure from a resubmitted driver.
+"""Faults injected into the compose topology, one scenario each (``injections.py``), and
+what must hold afterwards (``verdict.py``): the sweep succeeded, every trial finished,
+every grid cell holds every seed, MLflow holds one parent run and exactly one run per
+trial, none left marked failed, every trial's metric history holds one point per
+evaluation, and the sweep's message keeps no stale failure.
 
     python infra/compose/faults.py [--only head-killed,...] [--write] [--no-build] [--keep]
+                                   [--project NAME] [--budget 3600]
 
-Each scenario submits the same 4-trial sweep (the smoke task trained longer on fewer
-sentences: ce and dsc, two seeds, two trials at a time, ``max_failures: 2``), waits
-until a trial has reported progress, injects its fault with docker, and waits for the
-sweep to end. The stack is brought up once (as ``check.py`` does) and shared by the
-scenarios in turn. Prints a table, one row per fault; ``--write`` also puts it into
-docs/reliability.md between its ``compose-faults`` markers. Exits non-zero when any
-scenario did not survive. ``make compose-faults`` builds the images and runs it.
+Most scenarios submit the same 4-trial sweep (the smoke task trained longer on fewer
+sentences: ce and dsc, two seeds, two trials at a time, ``max_failures: 2``), wait
+until a trial has reported progress, inject their fault with docker, and wait for the
+sweep to end; ``mlflow-down-at-submit`` stops MLflow before the submission and
+``oom-trial`` limits a worker's memory before it (and submits a sweep whose trials
+need more). The stack is brought up once (as ``check.py`` does, in the compose project
+``--project``, else COMPOSE_PROJECT_NAME, else ``dicesweep-check``) and shared by the
+scenarios in turn. The budget counts the scenarios and the stack, not the image
+build. Prints a table, one row per fault, and the wall times (build apart);
+``--write`` also puts the table into docs/reliability.md between its
+``compose-faults`` markers. Exits non-zero when any scenario did not survive. ``make
+compose-faults`` builds the images and runs it.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from check import ROOT, Phases, Stack, bring_up, datasets_dir, healthy, sweep_runs, wait_for
+from check import (
+    OWNER,
+    PROJECT,
+    ROOT,
+    Phases,
+    Stack,
+    bring_up,
+    datasets_dir,
+    healthy,
+    project_name,
+    wait_for,
+)
+from injections import FAULTS, Fault
+from verdict import Expect, Reasons, verdict
 
-SPEC = {
-    "extends": "smoke",
-    "name": "compose-fault",
-    "training": {"epochs": 40, "max_train_examples": 512, "max_eval_examples": 64},
-    "seeds": [0, 1],
-    "max_failures": 2,
-}
-TRIALS = 4  # 2 losses x 2 seeds
-CELLS = {"ce", "dsc(alpha=0.1,scope=set)"}
 REPORT = ROOT / "docs" / "reliability.md"
 MARKS = ("<!-- compose-faults: start -->", "<!-- compose-faults: end -->")
-# Kills the sweep's driver inside the head's container: every process whose command
-# line runs the driver module (Ray's job supervisor is left alone and sees it die).
-KILL_DRIVER = (
-    "import os, signal\n"
-    "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    try:\n"
-    "        line = open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\\0', b' ')\n"
-    "    except OSError:\n"
-    "        continue\n"
-    "    if b'-m trainables.driver' in line and int(pid) != os.getpid():\n"
-    "        os.kill(int(pid), signal.SIGKILL); print('killed', pid)\n"
-)
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    what: str  # the fault, as the table says it
-    inject: Callable[[Stack], object]
-    recovery: str  # what recovers the sweep from it
-
-
-def _pause(stack: Stack, service: str, seconds: int) -> None:
-    stack.compose("pause", service)
-    time.sleep(seconds)
-    stack.compose("unpause", service)
-
-
-def _stop(stack: Stack, service: str, seconds: int) -> None:
-    stack.compose("stop", "-t", "5", service)
-    time.sleep(seconds)
-    stack.compose("start", service)
-
-
-def _kill_and_start(stack: Stack, service: str, down_s: int = 5) -> None:
-    stack.compose("kill", service)
-    time.sleep(down_s)
-    stack.compose("start", service)
-
-
-def _kill_driver(stack: Stack) -> None:
-    out = stack.compose("exec", "-T", "ray-head", "python", "-c", KILL_DRIVER)
-    if "killed" not in out:
-        raise RuntimeError("no driver process found on the head to kill")
-
-
-FAULTS = (
-    Fault(
-        "worker-killed",
-        "`docker kill` of a Ray worker, started again 10 s later",
-        lambda s: _kill_and_start(s, "ray-worker-1", 10),
-        "Ray retries its trial (`max_failures`) on a live worker; the MLflow run is reused",
-    ),
-    Fault(
-        "worker-paused-60s",
-        "a Ray worker paused 60 s (`docker pause`)",
-        lambda s: _pause(s, "ray-worker-1", 60),
-        "the trial goes on when the worker does, or Ray reruns it",
-    ),
-    Fault(
-        "worker-paused-120s",
-        "a Ray worker paused 120 s",
-        lambda s: _pause(s, "ray-worker-1", 120),
-        "Ray declares the node dead and reruns its trial elsewhere; the worker rejoins",
-    ),
-    Fault(
-        "driver-killed",
-        "the sweep's driver killed (SIGKILL) on the head",
-        _kill_driver,
-        "the reconciler resubmits the driver, which resumes from Tune's storage",
-    ),
-    Fault(
-        "api-restarted",
-        "the API container restarted (reconciler included)",
-        lambda s: s.compose("restart", "-t", "5", "api"),
-        "the driver runs on; the restarted reconciler takes the sweep up again",
-    ),
-    Fault(
-        "mlflow-stopped-60s",
-        "the MLflow server stopped 60 s",
-        lambda s: _stop(s, "mlflow", 60),
-        "the trial logger holds its writes and flushes them after; the reconciler skips"
-        " its progress reads meanwhile",
-    ),
-    Fault(
-        "postgres-restarted",
-        "PostgreSQL (the service's and MLflow's store) restarted",
-        lambda s: s.compose("restart", "-t", "5", "postgres"),
-        "the API answers 503 `store_unavailable` until the store is back",
-    ),
-    Fault(
-        "head-killed",
-        "`docker kill` of the Ray head, then `docker start`",
-        lambda s: _kill_and_start(s, "ray-head", 5),
-        "the workers rejoin; the resubmitted driver waits for capacity and resumes from"
-        " Tune's storage",
-    ),
-)
 
 
 class Api:
@@ -170,58 +78,6 @@ def _trial_has_progress(api: Api, sweep: str) -> bool | None:
         return None
     running = [t for t in trials["data"] if t["status"] == "RUNNING" and t["metrics"]]
     return True if running else None
-
-
-def _mlflow_runs(stack: Stack, sweep: str) -> list[dict[str, Any]]:
-    runs = []
-    for found_run in sweep_runs(stack, sweep):
-        tags = {t["key"]: t["value"] for t in found_run["data"].get("tags", [])}
-        runs.append({"status": found_run["info"]["status"], "tags": tags})
-    return runs
-
-
-def _line(text: object, limit: int = 300) -> str:
-    """``text`` on one line for a table cell, cut at ``limit`` characters."""
-    line = " ".join(str(text).split()).replace("|", "/")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def verdict(stack: Stack, api: Api, sweep: str) -> tuple[bool, str]:
-    """Whether the sweep survived, and what was found (the table's cell)."""
-    state = api.get(f"/v1/sweeps/{sweep}")
-    trials = (api.get(f"/v1/sweeps/{sweep}/trials") or {"data": []})["data"]
-    grid = api.get(f"/v1/sweeps/{sweep}/grid", format="csv") or ""
-    runs = _mlflow_runs(stack, sweep)
-    trial_runs = [r for r in runs if r["tags"].get("dicesweep.role") == "trial"]
-    parents = [r for r in runs if r["tags"].get("dicesweep.role") == "sweep"]
-    keys = [
-        (r["tags"].get("dicesweep.loss_label"), r["tags"].get("dicesweep.seed")) for r in trial_runs
-    ]
-    finished = sum(t["status"] == "FINISHED" for t in trials)
-    marked = sum("dicesweep.failure" in r["tags"] for r in trial_runs if r["status"] == "FINISHED")
-    # One line per cell (loss, data set, mean, std, count, ...): both seeds in each.
-    lines = list(csv.DictReader(io.StringIO(grid)))
-    cells = sum(1 for line in lines if line["loss"] in CELLS and line["count"] == "2")
-    problems = []
-    if state is None or state["status"] != "succeeded":
-        problems.append(f"sweep {state and state['status']}: {_line(state and state['message'])}")
-    if finished != TRIALS:
-        problems.append(f"{finished}/{TRIALS} trials finished")
-    if cells != len(CELLS):
-        problems.append(f"{cells}/{len(CELLS)} grid cells")
-    if len(parents) != 1 or len(trial_runs) != TRIALS or len(set(keys)) != len(keys):
-        problems.append(f"MLflow: {len(parents)} parent(s), {len(trial_runs)} trial runs")
-    if marked:
-        problems.append(f"{marked} finished run(s) still tagged dicesweep.failure")
-    message = (state or {}).get("message") or ""
-    succeeded = state is not None and state["status"] == "succeeded"
-    if succeeded and ("\x1b[" in message or "failed" in message):  # a stale reason
-        problems.append(f"the succeeded sweep's message: {_line(message)}")
-    summary = (
-        f"{finished}/{TRIALS} trials, {cells}/{len(CELLS)} cells, "
-        f"{len(trial_runs) - len(set(keys))} duplicate runs"
-    )
-    return not problems, "; ".join(problems) or summary
 
 
 class Watch:
@@ -257,26 +113,39 @@ class Watch:
         return ", ".join(f"{seen} {count}" for seen, count in self.seen.most_common())
 
 
+def _ended(api: Api, sweep: str) -> dict[str, Any] | None:
+    state = api.get(f"/v1/sweeps/{sweep}")
+    if state and state["status"] in ("succeeded", "failed", "cancelled"):
+        return dict(state)
+    return None
+
+
 def scenario(stack: Stack, api: Api, fault: Fault, phases: Phases) -> dict[str, Any]:
     with phases.phase(f"fault: {fault.name}"):
-        answer = api.client.post("/v1/sweeps", json={**SPEC, "name": f"fault-{fault.name}"})
-        assert answer.status_code == 201, answer.text
-        sweep = answer.json()["id"]
-        began = time.monotonic()
-        wait_for(lambda: _trial_has_progress(api, sweep), "a trial's progress", phases, 600)
-        injected = time.monotonic()
-        print(f"    {sweep}: injecting after {injected - began:.0f} s", flush=True)
-        with Watch(api, sweep) as watch:
-            fault.inject(stack)
-
-        def ended() -> dict[str, Any] | None:
-            state = api.get(f"/v1/sweeps/{sweep}")
-            if state and state["status"] in ("succeeded", "failed", "cancelled"):
-                return dict(state)
-            return None
-
-        state = wait_for(ended, f"{sweep} ended", phases, 1200)
-        survived, found = verdict(stack, api, sweep)
+        try:
+            fault.prepare(stack)
+            answer = api.client.post(
+                "/v1/sweeps", json={**fault.spec, "name": f"fault-{fault.name}"}
+            )
+            assert answer.status_code == 201, answer.text
+            sweep = answer.json()["id"]
+            began = time.monotonic()
+            with Reasons(stack, api, sweep) as reasons:
+                if not fault.at_submit:
+                    wait_for(
+                        lambda: _trial_has_progress(api, sweep), "a trial's progress", phases, 600
+                    )
+                injected = time.monotonic()
+                print(f"    {sweep}: injecting after {injected - began:.0f} s", flush=True)
+                with Watch(api, sweep) as watch:
+                    fault.inject(stack)
+                state = wait_for(lambda: _ended(api, sweep), f"{sweep} ended", phases, 1200)
+        finally:
+            fault.undo(stack)
+        survived, found = verdict(stack, api, sweep, Expect.of(fault.spec))
+        own = fault.checks(stack, sweep, reasons) if fault.checks else []
+        if own:
+            survived, found = False, "; ".join([*own, found])
         took = time.monotonic() - injected
         print(f"    {sweep}: {state['status']} {took:.0f} s after the fault; {found}")
         if not survived:
@@ -318,28 +187,44 @@ def write_report(text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated scenario names")
-    parser.add_argument("--budget", type=float, default=3600, help="seconds for the whole run")
+    parser.add_argument(
+        "--budget", type=float, default=3600, help="seconds for the run, the image build aside"
+    )
     parser.add_argument("--write", action="store_true", help="put the table in the docs")
     parser.add_argument("--keep", action="store_true", help="leave the stack up at the end")
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
+    parser.add_argument(
+        "--project", help=f"compose project (default: $COMPOSE_PROJECT_NAME, {PROJECT})"
+    )
     args = parser.parse_args()
-    chosen = [f for f in FAULTS if not args.only or f.name in args.only.split(",")]
+    names = args.only.split(",") if args.only else [f.name for f in FAULTS]
+    unknown = set(names) - {f.name for f in FAULTS}
+    if unknown:
+        parser.error(f"--only: no scenario {sorted(unknown)}; there are {[f.name for f in FAULTS]}")
+    chosen = [f for f in FAULTS if f.name in names]
     phases = Phases(args.budget)
-    stack = Stack(datasets_dir())
+    stack = Stack(datasets_dir(), project_name(args.project))
     results: list[dict[str, Any]] = []
     try:
         key = bring_up(stack, phases, build=not args.no_build)
         api = Api(stack, key)
+        stack.mlflow_auth(OWNER)  # the admin's password, read while MLflow runs
         for fault in chosen:
             results.append(scenario(stack, api, fault, phases))
-            wait_for(lambda: healthy(stack), "every service healthy again", phases, 300)
+            wait_for(lambda: healthy(stack), "every service healthy again", phases, 600)
     finally:
         if not args.keep:
             with phases.phase("compose down (volumes removed)"):
-                stack.compose("down", "-v", "--remove-orphans", timeout=300)
+                stack.down()
         print(phases.table())
     text = table(results)
     print(text)
+    scenarios = sum(r["total"] for r in results)
+    print(
+        f"scenarios: {scenarios:.0f} s of sweeps; the run without the image build:"
+        f" {phases.budgeted_s():.0f} s of its {args.budget:.0f} s budget; the build:"
+        f" {phases.unbudgeted:.0f} s"
+    )
     print(json.dumps({r["fault"].name: r["sweep"] for r in results}))
     if args.write:
         write_report(text)

@@ -5,7 +5,8 @@ Ray head's own processes (GCS, raylet, dashboard; the sweeps' drivers and job
 supervisors come and go and are left out) sampled every 30 s. Flat means the last
 five minutes' median within 10% of the median of the five minutes after warm-up.
 
-    python infra/compose/soak.py [--minutes 40] [--write] [--no-build] [--replay LOG]
+    python infra/compose/soak.py [--minutes 40] [--write] [--no-build] [--project NAME]
+                                 [--replay LOG]
 
 Prints the samples and a summary table; ``--write`` puts the summary into
 docs/reliability.md between its ``compose-soak`` markers. Exits non-zero when a
@@ -24,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 import psutil
-from check import Phases, Stack, bring_up, datasets_dir, run
+from check import PROJECT, Phases, Stack, bring_up, datasets_dir, project_name, run
 from faults import REPORT, Api
 
 SAMPLE_S = 30
@@ -43,8 +44,7 @@ LOG_MONITOR = "log_monitor.py"
 
 
 def _container_tree(stack: Stack, service: str) -> list[psutil.Process]:
-    container = stack.compose("ps", "-q", service).strip()
-    pid = int(run(["docker", "inspect", "-f", "{{.State.Pid}}", container]).strip())
+    pid = int(run(["docker", "inspect", "-f", "{{.State.Pid}}", stack.container(service)]).strip())
     root = psutil.Process(pid)
     return [root, *root.children(recursive=True)]
 
@@ -211,6 +211,9 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="put the summary in the docs")
     parser.add_argument("--no-build", action="store_true", help="use the images already built")
     parser.add_argument(
+        "--project", help=f"compose project (default: $COMPOSE_PROJECT_NAME, {PROJECT})"
+    )
+    parser.add_argument(
         "--replay", type=Path, help="summarise the samples an earlier run printed to this log"
     )
     args = parser.parse_args()
@@ -222,8 +225,8 @@ def main() -> int:
         if args.write:
             write(text)
         return 0 if flat else 1
-    phases = Phases(args.minutes * 60 + 3600)
-    stack = Stack(datasets_dir())
+    phases = Phases(args.minutes * 60 + 1800)  # the image build aside
+    stack = Stack(datasets_dir(), project_name(args.project))
     samples: list[dict[str, float]] = []
     try:
         key = bring_up(stack, phases, build=not args.no_build)
@@ -247,7 +250,7 @@ def main() -> int:
         counts = Counter(state.get("status", "unknown") for state in states)
     finally:
         with phases.phase("compose down (volumes removed)"):
-            stack.compose("down", "-v", "--remove-orphans", timeout=300)
+            stack.down()
         print(phases.table())
     text, flat = summary(samples, args.minutes)
     failed = counts.get("failed", 0)
