@@ -105,13 +105,16 @@ images: wheels
 		-t $(IMAGE_PREFIX)/postgres-standin:15 infra/docker
 
 ## The compose topology end to end (engine, images, stack up, sweeps over REST on two
-## Ray workers, grid and MLflow checked, torn down), with its phases' wall times.
+## Ray workers, grid and MLflow checked, torn down), with its phases' wall times; in the
+## compose project COMPOSE_PROJECT_NAME (default dicesweep-check), no other touched.
 compose-check: $(STAMP) docker-engine
 	$(BIN)/python infra/compose/check.py
 
-## Eight faults injected mid-sweep on the compose topology (workers killed and paused,
-## the driver, the API, MLflow, PostgreSQL, the Ray head), each checked for lost or
-## duplicated trials; the table goes into docs/reliability.md.
+## Ten faults injected into sweeps on the compose topology (workers killed and paused,
+## the driver, the API, MLflow, PostgreSQL, the Ray head; MLflow down at submission, a
+## trial over a worker's memory), each checked for lost or duplicated trials and lost
+## metrics; the table goes into docs/reliability.md. COMPOSE_PROJECT_NAME names the
+## stack (default dicesweep-check); its time budget leaves the image build out.
 compose-faults: $(STAMP) docker-engine
 	$(BIN)/python infra/compose/faults.py --write
 
