@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from docs_table import machine_description, write_section
-from search_spaces.presets import get_preset
+from search_spaces.resolve import get_preset
 
 HERE = Path(__file__).parent
 

@@ -20,8 +20,7 @@ from pathlib import Path
 import torch
 
 from docs_table import machine_description, write_section
-from search_spaces.presets import resolve_spec
-from search_spaces.spec import trial_count
+from search_spaces.resolve import resolve_spec, trial_count
 from trainables.loop import CHECKPOINT_FILE
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "deploy.md"

@@ -1,9 +1,10 @@
 """Named sweep specs shipped as YAML files in ``search_spaces/presets/``, and
-``resolve_spec``: a spec merged over the preset it ``extends``, then validated.
+``apply_extends``: a spec merged over the preset it ``extends``, as written.
 
 Each file is a spec whose ``name`` is the file's stem, with a ``description`` that
 ends in its trial count; a preset may ``extends`` another. Every preset resolves
-with ``{"extends": "<name>"}`` alone.
+with ``{"extends": "<name>"}`` alone (``search_spaces.resolve``, which validates;
+nothing here knows the spec's model).
 """
 
 from __future__ import annotations
@@ -15,36 +16,11 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
 
-from search_spaces.dataset_refs import dataset_label
 from search_spaces.errors import SpecError, SpecIssue, brief
-from search_spaces.spec import (
-    DEFAULT_MAX_TRIALS,
-    SweepSpec,
-    check_text,
-    stage_counts,
-    trial_count,
-    validate_spec,
-)
 from search_spaces.spec_file import SpecLoader
-from search_spaces.spec_width import check_width
 
 PRESETS_DIR = "presets"
-
-
-class UnknownPresetError(ValueError):
-    """A preset name that no file in ``search_spaces/presets/`` defines."""
-
-
-class PresetInfo(BaseModel):
-    """A preset as listed: its name, what it runs and how many trials that is."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    description: str
-    trial_count: int
 
 
 @functools.cache
@@ -73,7 +49,7 @@ def load_presets() -> dict[str, dict[str, Any]]:
 
 def shared_presets() -> Mapping[str, Mapping[str, Any]]:
     """Every preset's spec as written, by name: the parsed files themselves, read-only
-    by contract (``resolve_spec`` never modifies its inputs), so resolving a spec
+    by contract (``apply_extends`` never modifies its inputs), so resolving a spec
     copies nothing. ``load_presets`` gives a copy to change."""
     return _read_presets()
 
@@ -81,30 +57,6 @@ def shared_presets() -> Mapping[str, Mapping[str, Any]]:
 def preset_names() -> list[str]:
     """The preset names, sorted."""
     return sorted(_read_presets())
-
-
-def get_preset(name: str) -> SweepSpec:
-    """The preset ``name`` resolved into a spec (its ``extends`` applied).
-
-    Raises:
-        UnknownPresetError: no such preset; the message lists the valid names.
-    """
-    if name not in _read_presets():
-        raise UnknownPresetError(
-            f"unknown preset {brief(name)}; valid: {', '.join(preset_names())}"
-        )
-    return resolve_spec({"extends": name}, shared_presets())
-
-
-def list_presets() -> list[PresetInfo]:
-    """Name, description and trial count of every preset, sorted by name."""
-    infos = []
-    for name in preset_names():
-        spec = get_preset(name)
-        infos.append(
-            PresetInfo(name=name, description=spec.description, trial_count=trial_count(spec))
-        )
-    return infos
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,53 +89,3 @@ def apply_extends(
         cycle = " -> ".join((*chain, name))
         raise SpecError([SpecIssue("extends", f"presets extend each other in a cycle: {cycle}")])
     return deep_merge(apply_extends(presets[name], presets, (*chain, name)), data)
-
-
-def resolve_spec(
-    data: Mapping[str, Any],
-    presets: Mapping[str, Mapping[str, Any]] | None = None,
-    *,
-    max_trials: int = DEFAULT_MAX_TRIALS,
-) -> SweepSpec:
-    """Apply ``extends`` (``presets`` defaults to the packaged ones), then validate.
-
-    Raises:
-        SpecError: every problem found, each with its field path and rule; a sweep of
-            more than ``max_trials`` trials is one.
-    """
-    if not isinstance(data, Mapping):
-        raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
-    check_width(data)  # before anything compares its keys with the valid ones
-    check_text(data)  # before any message could quote it
-    merged = apply_extends(data, shared_presets() if presets is None else presets)
-    spec = validate_spec(merged, max_trials=max_trials)
-    if "extends" in data and "description" not in data and DESCRIBED.intersection(data):
-        # The preset's own words would describe another sweep (its data, its seeds).
-        return spec.model_copy(update={"description": derived_description(spec)})
-    return spec
-
-
-# What a preset's description speaks of: a spec that changes one of them and writes no
-# description of its own gets one derived from what it runs.
-DESCRIBED = frozenset({"task", "model", "search_space", "search", "seeds", "tune"})
-
-
-def derived_description(spec: SweepSpec) -> str:
-    """``"ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"``; a
-    two-stage sweep counts both stages: ``"... 1 seed (8 trials: 6 in stage 1 + 2 in
-    stage 2)"``."""
-    losses = list(dict.fromkeys(entry.name for entry in spec.search_space.losses))
-    datasets = ", ".join(dataset_label(dataset) for dataset in spec.task.dataset)
-    kind = f" ({spec.task.kind})" if spec.task.kind else ""
-    seeds, trials, stages = len(spec.seeds), trial_count(spec), stage_counts(spec)
-    counted = f"{trials} trial{'s' if trials != 1 else ''}"
-    if "tune" in stages:
-        counted += f": {stages['tune']} in stage 1 + {stages['final']} in stage 2"
-    return (
-        f"{_listed(losses)} on {datasets}{kind}, {spec.model}, "
-        f"{seeds} seed{'s' if seeds != 1 else ''} ({counted})"
-    )
-
-
-def _listed(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

@@ -1,4 +1,4 @@
-"""The sweep spec (docs/DESIGN.md, "A sweep spec"): validation, presets, expansion.
+"""The sweep spec (docs/DESIGN.md, "A sweep spec"): its model, its rules, its grid.
 
 A spec is YAML or JSON of the same shape on the command line and in the REST API::
 
@@ -11,19 +11,11 @@ A spec is YAML or JSON of the same shape on the command line and in the REST API
     seeds: [0, 1, 2]                 # replicates: always a grid dimension, never searched
     search: {algorithm: grid}
 
-``search_spaces.presets.resolve_spec`` applies ``extends`` and validates here
-(``validate_spec``); both raise ``SpecError``, whose issues name the field path
-(``search_space.losses[2].alpha``) and the rule. The Ray Tune side of a spec is in
+``search_spaces.resolve.resolve_spec`` applies ``extends`` and validates with the model
+here (``SweepSpec``), raising ``SpecError``, whose issues name the field path
+(``search_space.losses[2].alpha``) and the rule. The count of trials and its cap are
+``search_spaces.resolve``'s; the Ray Tune side of a spec is in
 ``search_spaces.tune_search``.
-
-Number of trials (``trial_count``):
-
-- grid: ``grid points × data sets × variants × seeds``, where the grid points are the
-  sum over loss entries of the product of each entry's list lengths;
-- random/TPE: ``num_samples × seeds``: ``num_samples`` configurations are drawn and each
-  runs once per seed, so the searcher sees the mean over seeds;
-- with ``tune`` (``search_spaces.tuning``): ``losses × trials_per_loss`` in stage 1 plus
-  ``losses × seeds`` in stage 2 (one data set and one variant, a grid of losses).
 
 Random/TPE search space: a search space whose parameters depend on the loss (a
 conditional space) cannot be written as one Ray Tune ``param_space`` that Optuna
@@ -37,15 +29,13 @@ with a grid; tune one loss with random/TPE; seeds are added by
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from search_spaces.background import check_background
 from search_spaces.dataset_refs import BoundedPath, dataset_label
-from search_spaces.errors import SpecError, SpecIssue, rule_error
+from search_spaces.errors import rule_error
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
 from search_spaces.sections import (
@@ -57,9 +47,8 @@ from search_spaces.sections import (
     TaskSpec,
     TrainingSpec,
 )
-from search_spaces.tuning import Stage, TuneSpec, max_epochs
+from search_spaces.tuning import TuneSpec, max_epochs
 
-DEFAULT_MAX_TRIALS = 1000
 MAX_SEED = 2**32 - 1  # numpy's seeding range
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"  # usable as an MLflow/Ray run name
 
@@ -106,7 +95,7 @@ class SweepSpec(Section):
         return seeds
 
     @model_validator(mode="after")
-    def _rules_across_sections(self, info: ValidationInfo) -> SweepSpec:
+    def _rules_across_sections(self) -> SweepSpec:
         if self.search.algorithm == "grid":
             _check_grid(self)
         else:
@@ -115,10 +104,6 @@ class SweepSpec(Section):
         _check_scheduler(self)
         _check_tune(self)
         check_background(self.task, self.search_space.losses)
-        cap = (info.context or {}).get("max_trials", DEFAULT_MAX_TRIALS)
-        count = trial_count(self)
-        if cap is not None and count > cap:
-            raise rule_error(f"{count} trials ({_count_formula(self)}) exceed the cap of {cap}")
         return self
 
 
@@ -240,104 +225,3 @@ def expand_losses(spec: SweepSpec) -> list[dict[str, Any]]:
     if spec.search.algorithm != "grid":
         raise ValueError(f"{spec.search.algorithm} search samples its loss; there is no grid")
     return [point for entry in spec.search_space.losses for point in entry.grid()]
-
-
-def _count_factors(spec: SweepSpec) -> dict[str, int]:
-    """The factors of the trial count (of stage 2's with ``tune``)."""
-    seeds = len(spec.seeds)
-    if spec.search.algorithm != "grid":
-        return {"samples": spec.search.num_samples or 1, "seeds": seeds}
-    return {
-        "losses": sum(entry.grid_size() for entry in spec.search_space.losses),
-        "datasets": len(spec.task.dataset),
-        "variants": len(spec.task.variant),
-        "seeds": seeds,
-    }
-
-
-def _count_formula(spec: SweepSpec) -> str:
-    factors = _count_factors(spec)
-    formula = f"{' × '.join(factors)} = {' × '.join(str(n) for n in factors.values())}"
-    if spec.tune is None:
-        return formula
-    points, budget = factors["losses"], spec.tune.trials_per_loss
-    return f"losses × trials_per_loss + {formula.replace(' = ', f' = {points} × {budget} + ')}"
-
-
-def stage_counts(spec: SweepSpec) -> dict[Stage, int]:
-    """How many trials each stage runs: ``{"final": n}`` without ``tune``; with it,
-    stage 1 is ``losses × trials_per_loss`` (the losses: every loss grid point)."""
-    final = math.prod(_count_factors(spec).values())
-    if spec.tune is None:
-        return {"final": final}
-    points = sum(entry.grid_size() for entry in spec.search_space.losses)
-    return {"tune": points * spec.tune.trials_per_loss, "final": final}
-
-
-def trial_count(spec: SweepSpec) -> int:
-    """How many trials the sweep runs, both stages with ``tune`` (see the module
-    docstring for the formula)."""
-    return sum(stage_counts(spec).values())
-
-
-def validate_spec(
-    data: Mapping[str, Any], *, max_trials: int | None = DEFAULT_MAX_TRIALS
-) -> SweepSpec:
-    """Validate a whole spec whose ``extends`` is already applied (it is kept, as
-    provenance, and never applied again): what a driver does with the spec the service
-    resolved and stored. ``max_trials=None`` sets no cap on the trials.
-
-    Raises:
-        SpecError: every problem found, each with its field path and rule.
-    """
-    if not isinstance(data, Mapping):
-        raise SpecError([SpecIssue("", f"a sweep spec is a mapping, got {type(data).__name__}")])
-    check_text(data)
-    try:
-        return SweepSpec.model_validate(data, context={"max_trials": max_trials})
-    except ValidationError as error:
-        raise SpecError.from_validation_error(error) from None
-
-
-def check_text(data: Any, path: str = "") -> None:
-    """Refuse text that is not valid Unicode anywhere in ``data`` (keys included): a
-    lone surrogate such as ``"\\ud800"``, which JSON may carry but no UTF-8 store, log
-    or response can hold, or a NUL, which PostgreSQL cannot. The message names the
-    field, never the text.
-
-    Raises:
-        SpecError: one issue per such string.
-    """
-    issues = list(_bad_text(data, path))
-    if issues:
-        raise SpecError(issues)
-
-
-def _bad_text(data: Any, path: str) -> Iterator[SpecIssue]:
-    rule = (
-        "text must be valid Unicode without NUL: a lone surrogate (e.g. \\ud800) or "
-        "\\u0000 cannot be stored"
-    )
-    if isinstance(data, str):
-        if not _encodable(data):
-            yield SpecIssue(path, rule)
-    elif isinstance(data, Mapping):
-        for key, value in data.items():
-            name = str(key) if _encodable(str(key)) else ascii(key)
-            child = f"{path}.{name}" if path else name
-            if name != str(key):
-                yield SpecIssue(child, rule)
-            yield from _bad_text(value, child)
-    elif isinstance(data, list | tuple):
-        for index, value in enumerate(data):
-            yield from _bad_text(value, f"{path}[{index}]")
-
-
-def _encodable(text: str) -> bool:
-    """Whether every store can hold ``text``: UTF-8 encodable, and no NUL (PostgreSQL's
-    text and jsonb refuse it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return "\x00" not in text

@@ -49,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_presets(args: argparse.Namespace) -> int:
     """The presets, one line each; ``--json`` as ``GET /v1/search-spaces`` answers."""
-    from search_spaces.presets import list_presets
+    from search_spaces.resolve import list_presets
 
     presets = list_presets()
     if args.json:

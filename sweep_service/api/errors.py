@@ -27,7 +27,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from search_spaces.errors import SpecError, SpecIssue
-from search_spaces.presets import UnknownPresetError
+from search_spaces.resolve import UnknownPresetError
 from sweep_service.results import SweepNotFoundError
 from sweep_service.store import StoreError
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from search_spaces.checks import dataset_issues, model_issues, spec_size
 from search_spaces.data_roots import confined_roots
 from search_spaces.errors import SpecError, SpecIssue
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.spec import SweepSpec
 from sweep_service.api.errors import ApiError
 from sweep_service.runner import Runner, job_id
@@ -61,24 +61,43 @@ def validate_submission(
 def resource_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> list[SpecIssue]:
     """An issue when no node of the cluster (``nodes``: each one's total resources;
     None: unknown, nothing refused) has the CPUs and GPUs one trial asks for: refused
-    at submission, not after a driver started and waited on Ray."""
+    at submission, not after a driver started and waited on Ray; and the issues of
+    ``precision_issues``."""
+    issues = precision_issues(spec, nodes)
     resources = spec.resources
     wanted = {"CPU": resources.cpus_per_trial, "GPU": resources.gpus_per_trial}
     if nodes is None or any(
         all(node.get(kind, 0.0) >= amount for kind, amount in wanted.items()) for node in nodes
     ):
-        return []
+        return issues
     field = "gpus_per_trial" if resources.gpus_per_trial > 0 else "cpus_per_trial"
     has = "; ".join(
         f"{node.get('CPU', 0.0):g} CPUs, {node.get('GPU', 0.0):g} GPUs" for node in nodes
     )
     return [
+        *issues,
         SpecIssue(
             f"resources.{field}",
             f"a trial asks for {wanted['CPU']:g} CPUs and {wanted['GPU']:g} GPUs; no node of "
             f"the cluster has them (its nodes: {has})",
-        )
+        ),
     ]
+
+
+def precision_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> list[SpecIssue]:
+    """An issue naming ``training.precision`` when it is fp16 and a trial would train off
+    a GPU: fp16 autocast and its gradient scaler run on a CUDA GPU only
+    (``trainables.precision``), so a trial that reserves no GPU, or a cluster with no
+    GPU node (``nodes`` as ``resource_issues`` takes them), would fail at its start."""
+    if spec.training.precision != "fp16":
+        return []
+    if spec.resources.gpus_per_trial == 0:
+        rule = "a trial reserves none (set resources.gpus_per_trial above 0)"
+    elif nodes is not None and not any(node.get("GPU", 0.0) > 0 for node in nodes):
+        rule = "no node of the cluster has one"
+    else:
+        return []
+    return [SpecIssue("training.precision", f"fp16 needs a GPU: {rule}; on CPUs use bf16 or fp32")]
 
 
 def data_roots(settings: ServiceSettings) -> list[Path]:

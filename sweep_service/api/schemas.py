@@ -61,7 +61,7 @@ class SweepCreate(RootModel[dict[str, Any]]):
     its fields merged over the preset it ``extends``. The schema describes each field
     and its bounds; the rules across fields (a grid's size, a metric the task reports,
     data sets and models that exist) are checked by
-    ``search_spaces.presets.resolve_spec`` and the submission checks, each refusal a
+    ``search_spaces.resolve.resolve_spec`` and the submission checks, each refusal a
     422 naming the field."""
 
     model_config = ConfigDict(json_schema_extra=lambda schema, _: schema.update(SUBMISSION))

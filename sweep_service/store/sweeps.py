@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from search_spaces.spec import SweepSpec, trial_count
+from search_spaces.resolve import trial_count
+from search_spaces.spec import SweepSpec
 from sweep_service.store.database import committing
 from sweep_service.store.errors import (
     IdempotencyMismatchError,

@@ -13,7 +13,8 @@ import yaml
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.errors import SpecError
 from search_spaces.reports import degenerate_reason, loss_label, to_html
-from search_spaces.spec import expand_losses, validate_spec
+from search_spaces.resolve import validate_spec
+from search_spaces.spec import expand_losses
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import grid_of
 from sweep_service.api.schemas import TrialCounts

@@ -28,8 +28,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
-from search_spaces.presets import resolve_spec
 from search_spaces.reports.budget import BUDGET_INCHES
+from search_spaces.resolve import resolve_spec
 from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, free_port, wait
 

@@ -10,8 +10,8 @@ HEAVY = ("torch", "fastapi", "transformers", "ray")
 
 PROBE = f"""
 import json, sys
-import search_spaces.spec, search_spaces.presets, search_spaces.reports
-from search_spaces.presets import resolve_spec
+import search_spaces.spec, search_spaces.presets, search_spaces.resolve, search_spaces.reports
+from search_spaces.resolve import resolve_spec
 resolve_spec({{"extends": "table8"}})
 print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))
 """
@@ -24,10 +24,20 @@ def test_importing_search_spaces_leaves_heavy_packages_out() -> None:
     assert json.loads(completed.stdout.strip().splitlines()[-1]) == []
 
 
-def test_the_spec_never_imports_the_presets() -> None:
-    """One direction: ``presets`` resolves specs with ``spec``; ``spec`` knows no presets."""
-    probe = "import sys, search_spaces.spec; print('search_spaces.presets' in sys.modules)"
+def loaded_after(module: str) -> list[str]:
+    """Which of ``search_spaces``' spec modules importing ``module`` alone loads."""
+    probe = (
+        f"import sys, {module}; names = ('search_spaces.spec', 'search_spaces.presets', "
+        "'search_spaces.resolve'); print(' '.join(n for n in names if n in sys.modules))"
+    )
     completed = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    assert completed.stdout.strip() == "False"
+    return completed.stdout.split()
+
+
+def test_the_spec_never_imports_the_presets() -> None:
+    """Downwards only: ``resolve`` applies the presets, then validates with ``spec``;
+    ``spec`` knows neither, and ``presets`` does not know the spec's model."""
+    assert loaded_after("search_spaces.spec") == ["search_spaces.spec"]
+    assert loaded_after("search_spaces.presets") == ["search_spaces.presets"]

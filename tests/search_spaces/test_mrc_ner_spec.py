@@ -9,7 +9,7 @@ import pytest
 
 from search_spaces.errors import SpecError
 from search_spaces.mrc_ner import MrcNerSpec
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.tune_search import to_param_space
 
 

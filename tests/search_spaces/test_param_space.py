@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from search_spaces.presets import get_preset, resolve_spec
+from search_spaces.resolve import get_preset, resolve_spec
 from search_spaces.spec import expand_losses
 
 tune = pytest.importorskip("ray.tune")
@@ -42,7 +42,7 @@ TRAINING_KEYS = {
     "max_train_examples",
     "max_eval_examples",
     "doc_stride",
-    "bf16",
+    "precision",
 }
 
 

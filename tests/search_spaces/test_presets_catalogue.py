@@ -7,17 +7,17 @@ import re
 import pytest
 
 from search_spaces.losses import OFFICIAL_RECIPES
-from search_spaces.presets import (
+from search_spaces.presets import load_presets, preset_names, shared_presets
+from search_spaces.resolve import (
     PresetInfo,
     UnknownPresetError,
     get_preset,
     list_presets,
-    load_presets,
-    preset_names,
     resolve_spec,
-    shared_presets,
+    stage_counts,
+    trial_count,
 )
-from search_spaces.spec import expand_losses, stage_counts, trial_count
+from search_spaces.spec import expand_losses
 
 EXPECTED_COUNTS = {
     "dsc_alpha": 9,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from search_spaces.errors import SpecError
-from search_spaces.presets import get_preset, preset_names, resolve_spec
-from search_spaces.spec import validate_spec
+from search_spaces.presets import preset_names
+from search_spaces.resolve import get_preset, resolve_spec, validate_spec
 
 
 @pytest.mark.parametrize("name", preset_names())

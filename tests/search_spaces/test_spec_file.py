@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.spec_file import SpecFileError, read_spec_file
 
 

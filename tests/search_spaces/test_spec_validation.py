@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from search_spaces.errors import SpecError
-from search_spaces.presets import deep_merge, resolve_spec
-from search_spaces.spec import SweepSpec, expand_losses, trial_count
+from search_spaces.presets import deep_merge
+from search_spaces.resolve import resolve_spec, trial_count
+from search_spaces.spec import SweepSpec, expand_losses
 
 
 def make_spec(**overrides: Any) -> dict[str, Any]:

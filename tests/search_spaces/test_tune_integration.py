@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrialConfig
 from search_spaces.settings import isolate_ray
 from search_spaces.spec import SweepSpec, expand_losses

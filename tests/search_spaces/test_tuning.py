@@ -13,7 +13,7 @@ import yaml
 
 from search_spaces.errors import SpecError
 from search_spaces.flags import constant_choices
-from search_spaces.presets import deep_merge, resolve_spec
+from search_spaces.presets import deep_merge
 from search_spaces.reports import (
     final_rows,
     paper_table,
@@ -22,9 +22,9 @@ from search_spaces.reports import (
     to_json,
     with_budget_curves,
 )
-from search_spaces.reports.formats import to_markdown
+from search_spaces.reports.markdown import to_markdown
 from search_spaces.reports.notes import STAGES
-from search_spaces.spec import stage_counts, trial_count
+from search_spaces.resolve import resolve_spec, stage_counts, trial_count
 from search_spaces.tuning import choose_settings, loss_key, stage_one_settings, tune_method
 
 TUNE = {"learning_rate": [1.0e-5, 3.0e-5, 1.0e-4], "trials_per_loss": 3}

@@ -23,7 +23,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, experiment_name
-from search_spaces.presets import get_preset
+from search_spaces.resolve import get_preset
 from sweep_service.api.auth import LOCAL_OWNER
 from tests.conftest import short_home_folder
 

@@ -15,9 +15,9 @@ from mlflow.tracking import MlflowClient
 from search_spaces.datasets import get_dataset
 from search_spaces.flags import degenerate_reason
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
-from search_spaces.presets import resolve_spec
 from search_spaces.reports import loss_label
 from search_spaces.reports.notes import STAGES
+from search_spaces.resolve import resolve_spec
 from search_spaces.spec import expand_losses
 from tests.service.test_e2e import Service, trial_runs, wait
 from trainables.trial_data import DataRequest, read_examples

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-import search_spaces.presets
+import search_spaces.resolve
 from tests.service.api_fixtures import MakeApi, stored_sweeps
 
 SMOKE = {"extends": "smoke"}
@@ -201,8 +201,8 @@ def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
     (root / "models" / "configlink").mkdir()
     (root / "models" / "configlink" / "config.json").symlink_to(secret)
     loop = {"name": "loop", "extends": "loop"}
-    looping = {**search_spaces.presets.shared_presets(), "loop": loop}
-    monkeypatch.setattr(search_spaces.presets, "shared_presets", lambda: looping)
+    looping = {**search_spaces.resolve.shared_presets(), "loop": loop}
+    monkeypatch.setattr(search_spaces.resolve, "shared_presets", lambda: looping)
 
     headers = {"content-type": "application/json"}
     body = hostile.body

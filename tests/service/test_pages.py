@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from sweep_service.api.auth import KEY_COOKIE
 from sweep_service.progress import read_progress
 from sweep_service.store import (

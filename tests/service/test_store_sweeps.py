@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from sweep_service.store import (
     ConflictError,
     IdempotencyMismatchError,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings, isolate_ray
 from search_spaces.spec import SweepSpec
 from tests.conftest import short_home_folder

@@ -15,7 +15,7 @@ import pytest
 
 from search_spaces.data_roots import OutsideRootsError
 from search_spaces.dataset_refs import LocalDataset, dataset_info
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
 from tests.trainables.test_train import Recorder, toy_config
 from trainables.data import load_split

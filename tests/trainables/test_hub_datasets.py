@@ -13,7 +13,7 @@ import yaml
 from search_spaces.checks import dataset_issues
 from search_spaces.dataset_refs import HubDataset, dataset_info
 from search_spaces.errors import SpecError
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from tests.trainables.test_local_datasets import dicesweep_run
 from tests.trainables.test_sweep import environment
 from trainables.data import load_split

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from search_spaces.checks import dataset_issues
 from search_spaces.dataset_refs import LocalDataset, dataset_info
 from search_spaces.errors import SpecError
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from tests.trainables.test_sweep import environment, runs
 from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split, to_iob2
 

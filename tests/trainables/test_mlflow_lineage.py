@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from search_spaces.losses import OFFICIAL_RECIPES
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
 from search_spaces.tune_search import to_param_space
 from tests.trainables.test_train import Recorder, toy_config

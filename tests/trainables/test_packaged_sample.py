@@ -10,7 +10,7 @@ import pytest
 
 from search_spaces.checks import dataset_issues
 from search_spaces.datasets import SAMPLES_DIR, get_dataset
-from search_spaces.presets import get_preset, resolve_spec
+from search_spaces.resolve import get_preset, resolve_spec
 from trainables.data.classes import stratified_sample
 from trainables.data.loading import label_list, load_split
 from trainables.trial_data import CAP_SEED

@@ -12,7 +12,7 @@ import pytest
 
 from search_spaces.checks import dataset_issues
 from search_spaces.datasets import get_dataset
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from tests.trainables.test_train import squad_v2_folder
 from trainables.data import QAExample, TaggedSentence, label_list, load_split
 from trainables.tasks import build_task

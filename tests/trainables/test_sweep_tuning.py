@@ -14,9 +14,9 @@ import yaml
 
 from search_spaces.flags import degenerate_reason
 from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
-from search_spaces.presets import resolve_spec
 from search_spaces.reports import loss_label
 from search_spaces.reports.notes import STAGES
+from search_spaces.resolve import resolve_spec
 from search_spaces.spec import expand_losses
 from tests.trainables.test_sweep import DRIVER, environment, runs, steps_logged, tracking, wait_for
 

@@ -22,7 +22,7 @@ from mlflow.tracking import MlflowClient
 from ray.tune import Result
 
 from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, STOP_TAG, SWEEP_TAG
-from search_spaces.presets import resolve_spec
+from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from tests.tcp_proxy import TcpProxy, free_port
 from trainables.driver.tracking import TrialLogger

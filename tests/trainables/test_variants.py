@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from search_spaces.datasets import get_dataset
-from search_spaces.presets import get_preset
+from search_spaces.resolve import get_preset
 from trainables.data import (
     VARIANT_NAMES,
     PairExample,

@@ -17,9 +17,10 @@ from search_spaces.lineage import (
     SWEEP_TAG,
     chart_view,
 )
+from search_spaces.resolve import trial_count
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
-from search_spaces.spec import SweepSpec, trial_count
+from search_spaces.spec import SweepSpec
 
 # MLflow 3's experiment kind, its model-training view (runs, params, metrics, charts)
 # rather than the GenAI one (traces, evaluations): the UI reads the tag where the kind

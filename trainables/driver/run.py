@@ -46,10 +46,10 @@ from search_spaces.lineage import (
     TUNE_METHOD_TAG,
     TUNED_TAG,
 )
-from search_spaces.presets import resolve_spec
 from search_spaces.reports.budget import stage_one_is_random
+from search_spaces.resolve import resolve_spec, stage_counts, trial_count, validate_spec
 from search_spaces.settings import DicesweepSettings
-from search_spaces.spec import SweepSpec, stage_counts, trial_count, validate_spec
+from search_spaces.spec import SweepSpec
 from search_spaces.spec_file import SpecFileError, read_spec_file
 from search_spaces.tuning import Stage, choose_settings, stage_one_settings, tune_method
 from search_spaces.versions import submitter_skew

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from search_spaces.presets import get_preset, list_presets
-from search_spaces.spec import trial_count
+from search_spaces.resolve import get_preset, list_presets, trial_count
 from sweep_service.api.deps import OwnerDep
 from sweep_service.api.errors import COMMON_ERRORS, documented
 from sweep_service.api.schemas import SearchSpaceDetail, SearchSpacePublic, SearchSpacesPublic

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Body, Header, Query, Response, status
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from search_spaces.presets import list_presets
 from search_spaces.reports.budget import stage_one_is_random
+from search_spaces.resolve import list_presets
 from sweep_service.api.deps import (
     MetricsDep,
     OwnerDep,
