@@ -20,7 +20,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from docs_table import write_section
-from search_spaces.reports.formats import to_csv, to_markdown
+from search_spaces.reports.csv_json import to_csv
+from search_spaces.reports.markdown import to_markdown
 from search_spaces.reports.plots import to_png
 from sweep_service.api.grid import grid_of
 

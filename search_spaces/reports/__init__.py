@@ -8,7 +8,8 @@ cell plus the delta of the mean against a baseline row, e.g. losses × variants
 (Table 8) or ``param_alpha`` × data sets (Table 10); ``paired_test`` tests each row
 against the baseline over seeds and ``with_significance`` marks the cells it finds
 significant; ``to_markdown``, ``to_csv``, ``to_latex``, ``to_html``, ``to_json`` and
-``to_png`` render it. ``paper_table`` does all of that in the paper's layout, with
+``to_png`` render it, one module each (``markdown``, ``csv_json``, ``latex``,
+``html_table``, ``plots``). ``paper_table`` does all of that in the paper's layout, with
 its trials' two marks (``search_spaces.flags``: constant predictions, left out of the
 statistics; below the data set's no-skill rule, kept in them) in their cells.
 ``with_budget_curves`` attaches the budget curves of a two-stage sweep's stage 1
@@ -22,16 +23,12 @@ from search_spaces.reports.budget import (
     stage_one_is_random,
     with_budget_curves,
 )
-from search_spaces.reports.formats import (
-    MARKS,
-    STATS,
-    ordered,
-    to_csv,
-    to_html,
-    to_json,
-    to_latex,
-    to_markdown,
-)
+from search_spaces.reports.csv_json import to_csv, to_json
+from search_spaces.reports.formats import STATS, ordered
+from search_spaces.reports.grid import MARKS
+from search_spaces.reports.html_table import to_html
+from search_spaces.reports.latex import to_latex
+from search_spaces.reports.markdown import to_markdown
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,

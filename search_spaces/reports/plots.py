@@ -12,7 +12,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from search_spaces.reports.budget import BUDGET_INCHES, budget_frame, draw_budget_curves
-from search_spaces.reports.formats import _cells, format_value, sort_key
+from search_spaces.reports.formats import format_value, sort_key
+from search_spaces.reports.grid import cell_texts
 from search_spaces.reports.heat_scale import heat_scale
 
 
@@ -104,8 +105,8 @@ def _figure_size(table: pd.DataFrame, kind: str) -> tuple[float, float]:
     """Inches: a heatmap grows with its cells and its row labels, so no text overlaps."""
     if kind != "heatmap":
         return 7.0, 4.5
-    rows = [wrap_label(str(label)) for label in _cells(table).index]
-    columns = len(_cells(table).columns)
+    rows = [wrap_label(str(label)) for label in cell_texts(table).index]
+    columns = len(cell_texts(table).columns)
     label_inches = 0.07 * max(len(line) for row in rows for line in row.split("\n"))
     lines = sum(row.count("\n") + 1 for row in rows)
     width = max(7.0, 2.5 + label_inches + 1.3 * columns)
@@ -120,7 +121,7 @@ def _stat(table: pd.DataFrame, stat: str) -> pd.DataFrame:
 def _draw_heatmap(axes: Any, table: pd.DataFrame) -> None:
     from matplotlib.colors import ListedColormap
 
-    means, cells = _stat(table, "mean"), _cells(table)
+    means, cells = _stat(table, "mean"), cell_texts(table)
     scale = heat_scale(means.to_numpy(), table)
     cmap = "viridis" if scale.coloured else ListedColormap(["#e8e8e8"])
     image = axes.imshow(means.to_numpy(), cmap=cmap, vmin=scale.low, vmax=scale.high, aspect="auto")

@@ -27,7 +27,8 @@ from search_spaces.reports import (
     to_png,
     with_failures,
 )
-from search_spaces.reports.formats import mark, notes
+from search_spaces.reports.captions import notes
+from search_spaces.reports.grid import mark
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FAILED = {

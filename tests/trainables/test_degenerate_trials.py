@@ -27,7 +27,7 @@ from search_spaces.reports import (
     to_markdown,
     to_png,
 )
-from search_spaces.reports.formats import cell_grid
+from search_spaces.reports.grid import cell_grid
 from trainables.data.readers import read_glue_tsv
 from trainables.driver.reports import table_metrics
 from trainables.loop import evaluate, seed_everything
@@ -200,7 +200,7 @@ def test_untrained_readers_are_held_to_the_first_k_words_rule(
     for seed in (0, 1, 2):  # three untrained readers
         seed_everything(seed)
         model = build_model("tiny-bert", "mrc", 2, vocab_size=len(data.tokenizer))
-        metrics = evaluate(model, data, 32, torch.device("cpu"), False)
+        metrics = evaluate(model, data, 32, torch.device("cpu"), "fp32")
         # The rule answers the first 3 words (the mean gold answer length) of each passage.
         rule = metrics["eval_baseline_f1"]
         assert rule > 0 and metrics["eval_baseline_exact_match"] >= 0

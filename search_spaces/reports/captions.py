@@ -1,0 +1,101 @@
+"""The words around a rendered table: its legend and the lines under it.
+
+``legend`` says what the cells mean (metric, seeds, baseline, marks); ``notes`` gives
+each loss's tuned settings, the optimiser steps, the no-skill baselines, the smallest
+Δ the tests resolve, the marked trials and the failed ones, one line each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from search_spaces.reports.formats import format_value
+from search_spaces.reports.notes import mark_lines, tuned_text
+from search_spaces.reports.resolution import resolvable_line
+from search_spaces.reports.seeds import seed_phrase
+
+# The no-skill rule of each task kind, as the trainable scores it on the dev set.
+NO_SKILL_RULES = (
+    "PI: always positive (F1), the majority class (accuracy); NER: every word O; "
+    "POS: every word the majority tag; MRC: the first k words of the passage, "
+    "k the mean gold answer length (SQuAD v2: or no answer, the better)"
+)
+_SCORE_NAMES = {"f1": "F1", "accuracy": "accuracy", "exact_match": "EM"}
+
+
+def legend(table: pd.DataFrame) -> str:
+    """What a table's cells mean, in one sentence: its metric, the seeds, the
+    baseline of the deltas and the marks."""
+    attrs = table.attrs
+    text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
+    if attrs.get("baseline") is not None:
+        text += f" (Δ against {attrs['baseline']})"
+    text += "; best per column in bold"
+    if attrs.get("degenerate_cells"):
+        text += " among the cells without constant trials"
+    if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
+        text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
+    return text + "."
+
+
+def baseline_line(table: pd.DataFrame) -> str | None:
+    """Each data set's no-skill scores in a sentence, or None without them."""
+    baselines = table.attrs.get("baselines") or {}
+    if not baselines:
+        return None
+    shown = "; ".join(
+        f"{name} " + ", ".join(f"{_SCORE_NAMES.get(k, k)} {v:.2f}" for k, v in scores.items())
+        for name, scores in sorted(baselines.items())
+    )
+    return f"No-skill baselines ({NO_SKILL_RULES}): {shown}."
+
+
+def steps_line(table: pd.DataFrame) -> str | None:
+    """The optimiser steps per trial of each row in a sentence (one number where every
+    trial of the row ran as many; min/median/max otherwise), or None without them."""
+    spans = table.attrs.get("steps") or []
+    if not spans:
+        return None
+    shown = "; ".join(
+        f"{format_value(span['row'])} {_span(span['min'], span['median'], span['max'])}"
+        for span in spans
+    )
+    return f"Optimiser steps per trial (min/median/max): {shown}."
+
+
+def _span(low: int, median: int, high: int) -> str:
+    return str(low) if low == high else f"{low}/{median}/{high}"
+
+
+def tuned_line(table: pd.DataFrame) -> str | None:
+    """The settings stage 1 of a two-stage sweep chose for each loss, in a sentence, or
+    None for a sweep without ``tune``."""
+    tuned = table.attrs.get("tuned") or {}
+    if not tuned:
+        return None
+    return tuned_text(tuned, table.attrs.get("tuned_constant") or [], format_value)
+
+
+def notes(table: pd.DataFrame) -> list[str]:
+    """The lines under a table beyond its legend: each loss's tuned settings, the
+    optimiser steps, the no-skill baselines, the smallest Δ the tests resolve, the
+    marked trials (constant, below no-skill: ``notes.mark_lines``) and the failed ones."""
+    found = (tuned_line(table), steps_line(table), baseline_line(table), resolvable_line(table))
+    lines = [line for line in found if line]
+    lines += mark_lines(table, failed_label)
+    failed = table.attrs.get("failed") or []
+    if failed:
+        lines.append("Failed trials (not in the table):")
+        lines += [f"- {failed_label(entry)}: {entry['reason']}" for entry in failed]
+    return lines
+
+
+def failed_label(entry: Mapping[str, Any]) -> str:
+    """``dsc(alpha=0.1) seed=1 on mrpc original``, then ``in sweep sw-1`` in a merged
+    table, whose trials carry their sweep."""
+    label = f"{entry['loss']} seed={entry['seed']} on {entry['dataset']} {entry['variant']}"
+    return f"{label} in sweep {entry['sweep']}" if entry.get("sweep") else label
