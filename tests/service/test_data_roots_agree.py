@@ -18,7 +18,7 @@ from search_spaces.settings import DicesweepSettings
 from sweep_service.serve import job_environment
 from sweep_service.store import Sweep
 from tests.service.api_fixtures import MakeApi
-from trainables.driver.run import load_spec
+from trainables.driver.spec_loading import load_spec
 
 
 def conll_folder(folder: Path) -> Path:

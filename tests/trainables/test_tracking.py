@@ -26,7 +26,7 @@ def test_writes_run_in_order_on_another_thread_and_a_failure_does_not_stop_them(
     logger.later(lambda: write(1))
     logger.later(lambda: 1 / 0)
     logger.later(lambda: write(2))
-    with caplog.at_level(logging.ERROR, logger="trainables.driver.tracking"):
+    with caplog.at_level(logging.ERROR, logger="trainables.driver.outage"):
         logger.flush()
     assert [n for n, _ in made] == [1, 2]
     assert {thread for _, thread in made} == {"trial-logger"}
@@ -46,7 +46,7 @@ def test_a_write_the_store_refuses_is_not_tried_again(caplog: pytest.LogCaptureF
     made: list[int] = []
     logger.later(refused_write)
     logger.later(lambda: made.append(2))
-    with caplog.at_level(logging.ERROR, logger="trainables.driver.tracking"):
+    with caplog.at_level(logging.ERROR, logger="trainables.driver.outage"):
         logger.flush()
     assert tries == [1] and made == [2]
     assert "MLflow refused a write" in caplog.text and "too long" in caplog.text

@@ -6,58 +6,50 @@
 
 The service resolves and validates a submitted spec once and stores it; its Ray Job
 carries that resolved spec as ``spec.json`` in the job's working folder, and the
-driver validates it again without applying presets (``validate_spec``). Runs on the
+driver validates it again without applying presets (``spec_loading.load_spec``). Runs on the
 Ray cluster at ``DICESWEEP_RAY_ADDRESS`` (a local head when unset), logs to
 ``DICESWEEP_MLFLOW_TRACKING_URI``, and keeps Tune's experiment state in
 ``DICESWEEP_STORAGE_PATH/<sweep id>``. Run again with the same sweep id to resume:
 finished trials are not rerun. The table is printed at the end and attached,
 with the other report formats and a plot, to the parent run.
 
-A spec with ``tune`` (``search_spaces.tuning``) runs two ``Tuner``s in turn, each with
-its own experiment folder, ``<sweep id>/tune`` and ``<sweep id>/final``, so each is
-resumed on its own: on a restart, a finished stage 1's results are read back from
-its folder (never run again) and each loss's choice recomputed from them; the
-parent run's tag ``dicesweep.stage`` says which stage runs, ``dicesweep.tuned`` what
-stage 1 chose.
+The spec comes from ``spec_loading``; the ``Tuner`` (two in turn, one a stage, for a
+spec with ``tune``) from ``stages``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from search_spaces.checks import dataset_issues, local_file_issues, model_folder, model_issues
-from search_spaces.data_roots import allowed_roots
-from search_spaces.dataset_refs import LocalDataset
 from search_spaces.errors import SpecError
-from search_spaces.lineage import (
-    EXPERIMENT,
-    STAGE_TAG,
-    TUNE_METHOD_TAG,
-    TUNED_TAG,
-)
+from search_spaces.lineage import EXPERIMENT
 from search_spaces.reports.budget import stage_one_is_random
-from search_spaces.resolve import resolve_spec, stage_counts, trial_count, validate_spec
+from search_spaces.resolve import trial_count
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
-from search_spaces.spec_file import SpecFileError, read_spec_file
-from search_spaces.tuning import Stage, choose_settings, stage_one_settings, tune_method
+from search_spaces.spec_file import SpecFileError
+from search_spaces.tuning import Stage
 from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import await_capacity, count_unfinished, start_ray
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
-from trainables.driver.progress import SweepProgress, ray_log_file
-from trainables.driver.recovery import CheckpointRepair
-from trainables.driver.reports import announce_choices, collect_rows, write_reports
+from trainables.driver.progress import ray_log_file
+from trainables.driver.reports import collect_rows, write_reports
+from trainables.driver.spec_loading import load_spec
+from trainables.driver.stages import (
+    StageInterrupted,
+    build_tuner,
+    experiment_path,
+    run_tuning,
+)
 
 # Ray Tune's classic console output, silenced by verbose=0: the progress display
 # of SweepProgress replaces it.
@@ -72,88 +64,6 @@ def new_sweep_id(spec: SweepSpec) -> str:
 
 # On a sweep's parent run while its driver waits for a node (``wait_for_cluster``).
 WAITING_TAG = "dicesweep.waiting"
-
-
-def build_tuner(
-    spec: SweepSpec,
-    sweep_id: str,
-    logger: Any,
-    storage: str,
-    started_at: float,
-    stage: Stage | None = None,
-    chosen: dict[str, dict[str, Any]] | None = None,
-) -> Any:
-    """The ``Tuner`` of a sweep (of one ``stage`` of a spec with ``tune``, stage 2 at
-    the ``chosen`` settings); restored from ``experiment_path`` (a folder or an
-    ``s3://`` URI) when it exists.
-    Either way ``logger`` logs its trials to MLflow; the progress display of a new
-    sweep counts time from ``started_at`` (seconds since the epoch); a restored one
-    keeps the start it was given first."""
-    from ray import tune
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
-
-    from search_spaces.tune_search import stage_param_space, to_param_space, tune_config_kwargs
-
-    # Tune's own result files (CSV, JSON), without its TensorBoard logger: tensorboardX
-    # imports torch, which the driver otherwise never loads (the trials' workers do).
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
-
-    trainable = trainable_of(spec)
-    path = experiment_path(storage, sweep_id, stage)
-    if tune.Tuner.can_restore(path):
-        # The experiment keeps its callbacks: the progress display (with the sweep's
-        # first start) and the trial logger.
-        print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        # An errored trial runs again only where the spec allows a retry: with
-        # max_failures 0 its one failure is final, a resumed driver's too.
-        retry = spec.max_failures > 0
-        return tune.Tuner.restore(path, trainable=trainable, resume_errored=retry)
-    if stage is None:
-        param_space = to_param_space(spec, sweep_id=sweep_id)
-    else:
-        param_space = stage_param_space(spec, stage, sweep_id=sweep_id, chosen=chosen)
-    total = trial_count(spec) if stage is None else stage_counts(spec)[stage]
-    run_config = tune.RunConfig(
-        name=sweep_id if stage is None else stage,
-        storage_path=storage if stage is None else f"{storage}/{sweep_id}",
-        failure_config=tune.FailureConfig(max_failures=spec.max_failures),
-        checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-        callbacks=[
-            SweepProgress(spec.search.metric, total, started_at),
-            logger,
-            CheckpointRepair(),
-            CSVLoggerCallback(),
-            JsonLoggerCallback(),
-        ],
-        verbose=0,
-    )
-    return tune.Tuner(
-        trainable,
-        param_space=param_space,
-        # Trials of a sweep need the same resources: a finished trial's worker process
-        # takes the next one, so torch, transformers and MLflow are imported once per
-        # worker rather than once per trial.
-        tune_config=tune.TuneConfig(
-            **tune_config_kwargs(spec, stage or "final"), reuse_actors=True
-        ),
-        run_config=run_config,
-    )
-
-
-def trainable_of(spec: SweepSpec) -> Any:
-    """``train`` with the resources a trial of ``spec`` reserves."""
-    from ray import tune
-
-    from search_spaces.tune_search import trial_resources
-    from trainables.train import train
-
-    return tune.with_resources(train, trial_resources(spec))
-
-
-def experiment_path(storage: str, sweep_id: str, stage: Stage | None = None) -> str:
-    """Where Tune keeps the experiment: ``<storage>/<sweep id>``, or one folder per
-    stage under it for a spec with ``tune``."""
-    return f"{storage}/{sweep_id}" if stage is None else f"{storage}/{sweep_id}/{stage}"
 
 
 def import_report_libraries() -> None:
@@ -229,17 +139,11 @@ def run(
     with ray_log_file(log_file):
         if spec.tune is not None:
             try:
-                stage_one = run_stage_one(
+                stage_one, chosen = run_tuning(
                     spec, sweep_id, logger, settings, started_at, client, parent
                 )
             except StageInterrupted as stop:
                 return interrupted(client, experiment, parent, sweep_id, stop.unfinished)
-            chosen = choose_settings(
-                ((r.config, None if r.error else r.metrics) for r in stage_one),
-                stage_one_settings(spec.tune, spec.seeds[0]),
-                spec.search.metric,
-            )
-            mark_stage(client, parent, "final", announce_choices(sweep_id, chosen, stage_one))
             stage = "final"
             expected = len(chosen) * len(spec.seeds)
         tuner = build_tuner(
@@ -259,58 +163,6 @@ def run(
             file=sys.stderr,
         )
     return report(spec, sweep_id, client, parent, results, stage_one)
-
-
-class StageInterrupted(Exception):
-    """A stage's ``Tuner`` returned with trials unfinished (Ctrl-C, a stop request)."""
-
-    def __init__(self, unfinished: int) -> None:
-        super().__init__(f"{unfinished} trial(s) unfinished")
-        self.unfinished = unfinished
-
-
-def run_stage_one(
-    spec: SweepSpec,
-    sweep_id: str,
-    logger: Any,
-    settings: DicesweepSettings,
-    started_at: float,
-    client: Any,
-    parent: str,
-) -> Any:
-    """Stage 1's results: read back from its experiment folder when it already ran to
-    the end (a resumed sweep never runs it again), else run (or resumed) here.
-
-    Raises:
-        StageInterrupted: stage 1 stopped with trials unfinished.
-    """
-    from ray import tune
-
-    assert spec.tune is not None  # only a spec with tune has stages
-    path = experiment_path(settings.storage_path, sweep_id, "tune")
-    expected = stage_counts(spec)["tune"]
-    if tune.Tuner.can_restore(path) and not count_unfinished(path, expected):
-        print(f"sweep {sweep_id}: stage 1 done, read back from {path}", file=sys.stderr)
-        return list(tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results())
-    mark_stage(client, parent, "tune")
-    client.set_tag(parent, TUNE_METHOD_TAG, tune_method(spec.tune))
-    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at, "tune")
-    results = tuner.fit()
-    logger.flush()
-    unfinished = count_unfinished(path, expected)
-    if unfinished:
-        raise StageInterrupted(unfinished)
-    return list(results)
-
-
-def mark_stage(
-    client: Any, parent: str, stage: Stage, tuned: dict[str, dict[str, Any]] | None = None
-) -> None:
-    """Tag the parent run with the stage that runs and, once known, each loss's
-    chosen settings (JSON, keyed by the loss's table label)."""
-    client.set_tag(parent, STAGE_TAG, stage)
-    if tuned is not None:
-        client.set_tag(parent, TUNED_TAG, json.dumps(tuned, sort_keys=True))
 
 
 def interrupted(client: Any, experiment: str, parent: str, sweep_id: str, unfinished: int) -> int:
@@ -365,52 +217,6 @@ def report(
     done = len(results) - len(failed)
     print(f"sweep {sweep_id}: {done} done, {len(failed)} failed", file=sys.stderr)
     return 1 if failed else 0
-
-
-def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpec:
-    """The spec the arguments name: a stored resolved spec is validated as it is; a
-    spec file or a preset is resolved against the presets first.
-
-    Raises:
-        SpecError: an invalid spec.
-    """
-    if args.resolved_spec:
-        # Checked by the service; a model folder is relative to the data-sets folder.
-        spec = validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
-        roots = allowed_roots(settings)
-        # What lies on disk may have changed since: checked again before trials open it.
-        issues = [] if roots is None else local_file_issues(spec, settings.datasets_dir, roots)
-        if issues:
-            raise SpecError(issues)
-        return with_absolute_model(spec, settings.datasets_dir)
-    raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
-    spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))
-    # The service's checks, before anything starts; any local folder may be read here.
-    issues = model_issues(spec, Path.cwd()) + dataset_issues(spec, settings.datasets_dir)
-    if issues:
-        raise SpecError(issues)
-    return spec
-
-
-def with_absolute_model(spec: SweepSpec, base: Path) -> SweepSpec:
-    """``spec`` with a model folder relative to ``base`` made absolute (the trials run
-    in other folders); a hub id or ``tiny-bert`` stays as it is."""
-    folder = model_folder(spec.model, base)
-    return spec if folder is None else spec.model_copy(update={"model": str(folder)})
-
-
-def with_absolute_folders(spec: SweepSpec) -> SweepSpec:
-    """``spec`` with its local data sets' and model folder's relative paths taken from
-    the current folder (the trials run in other folders)."""
-    spec = with_absolute_model(spec, Path.cwd())
-    datasets = [
-        dataset.model_copy(update={"path": str(Path(dataset.path).expanduser().absolute())})
-        if isinstance(dataset, LocalDataset)
-        else dataset
-        for dataset in spec.task.dataset
-    ]
-    task = spec.task.model_copy(update={"dataset": datasets})
-    return spec.model_copy(update={"task": task})
 
 
 def main(argv: list[str] | None = None, started_at: float | None = None) -> None:

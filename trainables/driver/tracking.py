@@ -10,9 +10,6 @@ trial's CPU), and a remote GPU worker needs no route to the tracking server.
 
 from __future__ import annotations
 
-import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,7 +19,6 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.dataset_refs import dataset_label, is_binary
 from search_spaces.flags import degenerate_reason
 from search_spaces.lineage import (
     ATTEMPT_TAG,
@@ -30,89 +26,15 @@ from search_spaces.lineage import (
     DEGENERATE_TAG,
     FAILURE_TAG,
     HOSTNAME_TAG,
-    LOSS_LABEL_TAG,
     NODE_IP_TAG,
     NODE_TAG,
-    ROLE_TAG,
-    STAGE_TAG,
     STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
 )
-from search_spaces.reports import loss_label
-from search_spaces.sections import TrackingLink, TrialConfig
-
-log = logging.getLogger(__name__)
-
-
-def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
-    """The tags that identify a trial's run and let the MLflow UI group them."""
-    loss = trial.loss.model_dump(exclude_none=True, exclude_unset=True)
-    return {
-        SWEEP_TAG: trial.sweep_id,
-        TRIAL_TAG: trial_id,
-        ROLE_TAG: "trial",
-        "dicesweep.loss": str(loss["name"]),
-        LOSS_LABEL_TAG: loss_label(loss),
-        "dicesweep.seed": str(trial.seed),
-        "dicesweep.dataset": dataset_label(trial.dataset),
-        "dicesweep.variant": trial.variant,
-        "dicesweep.model": trial.model,
-        STAGE_TAG: trial.stage,
-    }
-
-
-def trial_run_name(trial: TrialConfig, with_dataset: bool = False) -> str:
-    """``"tversky(alpha=0.3,beta=0.7) seed=2 original"``, what the MLflow UI lists a trial
-    by: its loss as the table labels it, seed and variant, and ``" · conll2003"`` after
-    them ``with_dataset`` (a sweep over several data sets)."""
-    loss = trial.loss.model_dump(exclude_none=True, exclude_unset=True)
-    name = f"{loss_label(loss)} seed={trial.seed} {trial.variant}"
-    if trial.stage == "tune":  # the stage-1 trials of a loss differ by their settings
-        setting = ",".join(f"{key}={getattr(trial.training, key):g}" for key in trial.tuned)
-        name = f"tune {name} {setting}"
-    return f"{name} · {dataset_label(trial.dataset)}" if with_dataset else name
-
-
-def trial_params(trial: TrialConfig) -> dict[str, str]:
-    """Flat params: ``loss`` and ``loss.<param>``, the data, the seed and the training set-up.
-
-    Every parameter of the trial's loss is a param, defaults included, so the runs
-    table and charts line up ``loss.alpha`` of a tversky trial that left it at 0.5
-    with one that set it; a loss without the parameter (``ce``) logs none rather than
-    a made-up value, and MLflow shows the cell empty. A binary set's ``positive_label``
-    is the spec's, or ``minority`` when the trial resolves it from its training file
-    (the label it took is the trial's metric ``positive_label``).
-    """
-    loss = trial.loss.model_dump(exclude_none=True)
-    params = {"loss": str(loss.pop("name"))}
-    params.update({f"loss.{key}": str(value) for key, value in loss.items()})
-    params.update(dataset=dataset_label(trial.dataset), variant=trial.variant, model=trial.model)
-    if is_binary(trial.dataset, trial.kind):
-        named = trial.positive_label
-        params["positive_label"] = "minority" if named is None else str(named)
-    params["seed"] = str(trial.seed)
-    for key, value in trial.training.model_dump().items():
-        params[f"training.{key}"] = str(value)
-    for key in trial.tuned:  # what stage 1 tried or chose
-        params[f"tuned.{key}"] = str(getattr(trial.training, key))
-    if trial.holdout is not None:  # enough to carve the tuning split again
-        params.update(holdout=str(trial.holdout), holdout_seed=str(trial.holdout_seed))
-    return params
-
-
-def find_run(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str | None:
-    """The id of the run carrying all ``tags``, or None."""
-    query = " and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items())
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=1)
-    return runs[0].info.run_id if runs else None
-
-
-def refused(error: Exception) -> bool:
-    """Whether the tracking store answered a write with a refusal (HTTP 4xx: a bad
-    value, a deleted run), which no retry changes, rather than being away."""
-    status = getattr(error, "get_http_status_code", None)
-    return callable(status) and 400 <= int(status()) < 500
+from search_spaces.sections import TrackingLink
+from trainables.driver.outage import WriteQueue
+from trainables.driver.trial_runs import find_run, trial_params, trial_run_name, trial_tags
 
 
 class TrialLogger(Callback):  # type: ignore[misc]
@@ -126,14 +48,11 @@ class TrialLogger(Callback):  # type: ignore[misc]
     holds is never logged again: a trial restored from an older checkpoint reports
     those steps a second time.
 
-    Tune's hooks only queue the writes: one thread of the logger's own makes them, in
-    the order the hooks came, so Tune's loop never waits for the tracking store and
-    goes on starting trials. ``flush`` (and the end of the experiment) waits until
-    every queued write is made. A write that fails is tried again, with a growing
-    pause, while the tracking store is away (up to ``outage_s``; the writes after it
-    wait their turn), so an outage delays metrics rather than dropping them; a write
-    the store refuses (HTTP 4xx) is logged and dropped at once. What is
-    still missing at the end (an outage longer than that, a driver that died with
+    Tune's hooks only queue the writes (``later``): one thread of the logger's own
+    makes them, in the order the hooks came, through an outage of the tracking store
+    of up to ``outage_s`` (``trainables.driver.outage``). ``flush`` (and the end of the
+    experiment) waits until every queued write is made. What is still missing at the
+    end (an outage longer than that, a driver that died with
     writes queued) is written by ``backfill`` from Tune's own results.
     """
 
@@ -145,8 +64,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._last_step: dict[str, int] = {}
         self._nodes: dict[str, str] = {}  # Ray trial id -> the node its run is tagged with
         self._several_datasets: bool | None = None  # read from the parent on first use
-        self._writes: queue.Queue[Callable[[], object]] | None = None
-        self._writes_guard = threading.Lock()
+        self._writes = WriteQueue(outage_s)
 
     @property
     def client(self) -> Any:
@@ -170,59 +88,15 @@ class TrialLogger(Callback):  # type: ignore[misc]
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _writes=None, _writes_guard=threading.Lock())
+        self.__dict__.update(state, _writes=WriteQueue(state["outage_s"]))
 
     def later(self, write: Callable[[], object]) -> None:
-        """Queue ``write`` for the logger's thread (started on first use)."""
-        with self._writes_guard:
-            if self._writes is None:
-                self._writes = queue.Queue()
-                worker = threading.Thread(
-                    target=self._write_all, args=(self._writes,), name="trial-logger", daemon=True
-                )
-                worker.start()
-        self._writes.put(write)
+        """Queue ``write`` for the logger's thread (``WriteQueue``)."""
+        self._writes.later(write)
 
     def flush(self) -> None:
         """Wait until every queued write has been made (or has failed and been logged)."""
-        if self._writes is not None:
-            self._writes.join()
-
-    def _write_all(self, writes: queue.Queue[Callable[[], object]]) -> None:
-        while True:
-            write = writes.get()
-            try:
-                self._write_through_outage(write)
-            finally:
-                writes.task_done()
-
-    def _write_through_outage(self, write: Callable[[], object]) -> None:
-        """``write()``, tried again while the tracking store fails, for ``outage_s`` at
-        most (then it is given up: ``backfill`` writes what it held at the end)."""
-        failed_since = None
-        pause = 1.0
-        while True:
-            try:
-                write()
-            except Exception as error:  # the tracking store failed: the trials go on
-                if refused(error):  # asking again gets the same answer
-                    log.exception("MLflow refused a write of the sweep's trial runs")
-                    return
-                now = time.monotonic()
-                if failed_since is None:
-                    failed_since = now
-                    log.warning("MLflow write failed, trying again until it answers: %s", error)
-                if now - failed_since >= self.outage_s:
-                    log.exception("an MLflow write of the sweep's trial runs was given up")
-                    return
-                time.sleep(pause)
-                pause = min(pause * 2, 30.0)
-            else:
-                if failed_since is not None:
-                    log.warning(
-                        "MLflow answers again after %.0f s", time.monotonic() - failed_since
-                    )
-                return
+        self._writes.flush()
 
     def several_datasets(self) -> bool:
         """Whether the sweep covers more than one data set, as its parent run says (a
