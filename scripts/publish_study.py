@@ -8,7 +8,8 @@ times); no cell is written by hand. The discussion beside it (a section headed
         [--tracking-uri sqlite:///...]    # the service's DICESWEEP_MLFLOW_TRACKING_URI
 
 writes docs/results/NAME.md, NAME.csv (cells), NAME-trials.csv (one line per trial and
-seed), NAME.png and NAME-spec.yaml.
+seed, with its last 3 evaluations of the tuned metric from MLflow, to show whether it
+had levelled off), NAME.png and NAME-spec.yaml.
 """
 
 from __future__ import annotations
@@ -94,6 +95,33 @@ def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:
         if info.end_time and info.start_time:
             total_ms += info.end_time - info.start_time
     return total_ms / 3_600_000
+
+
+def last_evaluations(
+    tracking_uri: str, run_ids: list[str], metric: str, count: int = 3
+) -> pd.DataFrame:
+    """Each run's last ``count`` evaluations of ``metric`` from its MLflow history, so
+    a reader can see whether a trial had levelled off: ``last_evaluations`` as
+    ``"step:value"`` pairs in step order (``"1756:79.84 …"``) and ``last_evaluations_range``,
+    their max − min in the metric's units (NaN with fewer than 2). One row per run id,
+    in order; an empty history gives ``""`` and NaN."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    rows = []
+    for run_id in run_ids:
+        history = sorted(client.get_metric_history(run_id, metric), key=lambda m: m.step)
+        last = history[-count:]
+        values = [m.value for m in last]
+        rows.append(
+            {
+                "last_evaluations": " ".join(f"{m.step}:{m.value:.6g}" for m in last),
+                "last_evaluations_range": max(values) - min(values)
+                if len(values) > 1
+                else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows, columns=["last_evaluations", "last_evaluations_range"])
 
 
 def spec_that_ran(tracking_uri: str, sweep_id: str) -> dict[str, Any]:
@@ -191,6 +219,9 @@ def main() -> None:
     )
     Path(f"{stem}-spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     per_trial = trials(api, args.sweep_id)
+    metric = str((spec.get("search") or {}).get("metric", "eval_f1"))  # the spec's default
+    evaluations = last_evaluations(args.tracking_uri, list(per_trial["run_id"]), metric)
+    per_trial = pd.concat([per_trial.reset_index(drop=True), evaluations], axis=1)
     buffer = io.StringIO()
     per_trial.to_csv(buffer, index=False, float_format="%.6g")
     Path(f"{stem}-trials.csv").write_text(buffer.getvalue())
