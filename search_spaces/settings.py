@@ -71,6 +71,9 @@ class DicesweepSettings(BaseSettings):
     # autoscaler's node groups when Ray shows them (KubeRay, ``ray up``), else unknown,
     # and a sweep waits ``cluster_wait_s`` for such a node.
     cluster_max_resources: dict[str, float] | None = None
+    # How long a sweep's driver waits for an MLflow server that does not answer at its
+    # start (then it exits with code 5, for the service to submit it again).
+    mlflow_outage_s: float = Field(3600.0, gt=0)
 
     @field_validator("home")
     @classmethod

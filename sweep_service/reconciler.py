@@ -4,9 +4,12 @@ One pass reads every active sweep and moves it on:
 
 - pending: its driver is submitted as a job with the stored resolved spec; the sweep
   becomes submitted;
-- submitted or running, job running: running; job succeeded: succeeded;
+- submitted or running, job running: running, its message the driver's notice while
+  it waits (for MLflow, for a node: ``notices``, read from the job's log at most every
+  ``NOTICE_READ_S`` until its trials show progress); job succeeded: succeeded;
 - job failed with exit code 1 (trials failed) or 2 (invalid spec): failed (the
-  driver's other codes, ``FINAL_EXIT_CODES``, are tried again);
+  codes the driver declares final, ``FINAL_EXIT_CODES``; its others, an unforeseen
+  error's 70 included, are tried again);
 - job failed otherwise, stopped by someone else, or missing (the driver died, the
   head restarted): pending again, resubmitted under a new job id, at most
   ``max_resubmissions`` times, then failed;
@@ -30,12 +33,14 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
 from search_spaces.lineage import experiment_name
 from sweep_service.failures import driver_failure
+from sweep_service.notices import current_notice, is_notice
 from sweep_service.runner import JobState, Runner, job_id
 from sweep_service.store import (
     InvalidTransitionError,
@@ -57,12 +62,16 @@ log = logging.getLogger(__name__)
 ProgressReader = Callable[[Sweep], TrialProgress]
 # Closes a finished sweep's MLflow runs left RUNNING: (sweep, KILLED|FAILED, reason).
 RunCloser = Callable[[Sweep, str, str], object]
-# Exit codes of the driver that end a sweep for good: 1, some trials failed; 2, invalid
-# spec, or a trial larger than any node the cluster can have. Any other is resubmitted:
-# 3, the service's release differs from the cluster's; 4, no node that holds a trial
-# joined within DICESWEEP_CLUSTER_WAIT_S (workers rejoining a restarted head may take
-# longer); a signal's, the driver killed (trainables.driver.cluster).
-FINAL_EXIT_CODES = {1, 2}
+# Exit codes of the driver that end a sweep for good, as the driver declares them
+# (trainables.driver.exits): 1, some trials failed; 2, invalid spec, or a trial larger
+# than any node the cluster can have. Any other is resubmitted: 3, the service's
+# release differs from the cluster's; 4, no node that holds a trial joined within
+# DICESWEEP_CLUSTER_WAIT_S (workers rejoining a restarted head may take longer); 5,
+# MLflow did not answer within DICESWEEP_MLFLOW_OUTAGE_S; 70, an error the driver did
+# not foresee (never Python's 1); a signal's, the driver killed.
+FINAL_EXIT_CODES = frozenset({1, 2})
+# How often a running job's log is read for its driver's notice.
+NOTICE_READ_S = 15.0
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
 # Terminal colour and cursor codes, as Ray's and Tune's log lines carry them.
 ANSI_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -101,6 +110,7 @@ class Reconciler:
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._notices_read: dict[str, float] = {}  # job id -> time.monotonic() of its read
 
     def run_once(self) -> None:
         """One pass over every active sweep: its job, then its trials' progress."""
@@ -113,6 +123,8 @@ class Reconciler:
         cancellation or status change."""
         with self._sessions() as session:
             sweeps = list_active_sweeps(session)
+        followed = {job_id(sweep.id, sweep.resubmissions) for sweep in sweeps}
+        self._notices_read = {j: t for j, t in self._notices_read.items() if j in followed}
         for sweep in sweeps:
             try:
                 with self._sessions() as session:
@@ -201,8 +213,11 @@ class Reconciler:
                 )
             return
         if state is JobState.RUNNING:
-            if sweep.status is not SweepStatus.RUNNING:
-                transition_sweep(session, sweep.id, SweepStatus.RUNNING, job_status=state)
+            notice = self._notice(sweep, job)
+            if sweep.status is not SweepStatus.RUNNING or notice is not None:
+                transition_sweep(
+                    session, sweep.id, SweepStatus.RUNNING, job_status=state, message=notice
+                )
         elif state is JobState.PENDING:
             return
         elif state is JobState.SUCCEEDED:
@@ -217,6 +232,30 @@ class Reconciler:
         elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
             reason = driver_failure(message) if message else "no message"
             self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {reason}")
+
+    def _notice(self, sweep: Sweep, job: str) -> str | None:
+        """The message a running sweep's driver's notice asks for: its text while the
+        driver waits, "" once a stored notice no longer holds, None for no change. The
+        log is read at most every ``NOTICE_READ_S``, and no more once trials show
+        progress (the driver waits before its first trial) unless a notice is shown."""
+        shown = is_notice(sweep.message)
+        progressed = sweep.trials_running + sweep.trials_done + sweep.trials_failed > 0
+        now = time.monotonic()
+        last_read = self._notices_read.get(job)
+        if (progressed and not shown) or (
+            last_read is not None and now - last_read < NOTICE_READ_S
+        ):
+            return None
+        self._notices_read[job] = now
+        try:
+            text = self._runner.logs(job)
+        except (RuntimeError, ConnectionError) as error:  # the next read tries again
+            log.warning("sweep %s: its job's log was not read: %s", sweep.id, error)
+            return None
+        notice = current_notice(ANSI_CODES.sub("", text), sweep.id)
+        if notice is not None:
+            return None if notice == sweep.message else notice
+        return "" if shown else None
 
     def _resubmit(self, session: Session, sweep: Sweep, reason: str) -> None:
         try:

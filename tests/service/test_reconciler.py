@@ -32,6 +32,7 @@ class ScriptedRunner:
         self.submitted: list[tuple[str, str]] = []
         self.experiments: dict[str, str] = {}  # sweep id -> the MLflow experiment it was given
         self.stopped: list[str] = []
+        self.job_logs: dict[str, str] = {}  # job id -> its driver's log
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
         if job not in self.jobs:
@@ -45,6 +46,9 @@ class ScriptedRunner:
     def stop(self, job: str) -> None:
         self.stopped.append(job)
         self.jobs[job] = (JobState.STOPPED, "stopped by request")
+
+    def logs(self, job: str) -> str:
+        return self.job_logs.get(job, "")
 
     def nodes(self) -> list[dict[str, float]] | None:
         return None

@@ -5,6 +5,7 @@ the spec; the link its trials log through."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from search_spaces.resolve import trial_count
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
+from trainables.driver.mlflow_wait import through_outage
 
 # MLflow 3's experiment kind, its model-training view (runs, params, metrics, charts)
 # rather than the GenAI one (traces, evaluations): the UI reads the tag where the kind
@@ -115,17 +117,27 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
 def open_tracking(
     settings: DicesweepSettings, sweep_id: str, spec: SweepSpec, experiment_name: str = EXPERIMENT
 ) -> tuple[Any, TrackingLink]:
-    """An MLflow client, and the link trials log through: experiment and parent run."""
+    """An MLflow client, and the link trials log through: experiment and parent run.
+    An MLflow server that does not answer is waited for, at most
+    ``settings.mlflow_outage_s``, with a notice on stderr (``through_outage``).
+
+    Raises:
+        TrackingAwayError: MLflow did not answer within ``settings.mlflow_outage_s``.
+    """
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=str(settings.mlflow_tracking_uri))
-    experiment = experiment_id(client, settings, experiment_name)
-    link = TrackingLink(
-        tracking_uri=str(settings.mlflow_tracking_uri),
-        experiment_id=experiment,
-        parent_run_id=parent_run(client, experiment, sweep_id, spec),
-    )
-    return client, link
+    uri = str(settings.mlflow_tracking_uri)
+    client = MlflowClient(tracking_uri=uri)
+
+    def notify(message: str) -> None:
+        print(f"sweep {sweep_id}: {message}", file=sys.stderr, flush=True)
+
+    def open_runs() -> TrackingLink:
+        experiment = experiment_id(client, settings, experiment_name)
+        parent = parent_run(client, experiment, sweep_id, spec)
+        return TrackingLink(tracking_uri=uri, experiment_id=experiment, parent_run_id=parent)
+
+    return client, through_outage(open_runs, uri, settings.mlflow_outage_s, notify)
 
 
 def stop_running_trial_runs(client: Any, experiment: str, sweep_id: str) -> None:
