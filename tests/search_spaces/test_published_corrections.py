@@ -204,3 +204,28 @@ def test_study4_resolvable_ranges_and_the_6_epoch_spread() -> None:
 def test_each_corrected_page_opens_with_its_dated_corrections(name: str) -> None:
     lines = (RESULTS / name).read_text().splitlines()
     assert lines[0].startswith("# ") and lines[2] == "## Corrections (2026-11-27)"
+
+
+def test_study2_tuning_shards_resolvable_ranges_and_their_90_percent() -> None:
+    rows = trials(*(f"study2-mrpc-original-{s}" for s in ("ce-focal", "dice-dsc", "dsc-official")))
+    assert set(rows["stop_reason"]) == {"epochs"} and len(rows) == 30
+    table = paper_table(final(rows))
+    text = page("study2-mrpc-original.md")
+    listed = text.replace("dice resolves", "dice")  # the list's first figure names itself
+    for row, name in SHORT.items():
+        assert f"{name} {resolves(table, row, 'mrpc')}" in listed, name
+    p_values = ", ".join(
+        f"{table.attrs['significance'][(row, 'mrpc')]:.2f}"
+        for row in ("dice(smooth=1)", "focal(gamma=2)")
+    )
+    assert f"(paired p {p_values} and" in text
+    assert f"All {len(rows)} trials stopped at the 3-epoch limit" in text
+    assert set(rows["optimizer_steps"]) == {621} and "(621 optimiser steps a trial)" in text
+
+
+@pytest.mark.parametrize("shard", ["ce", "dice", "dsc-tversky", "wce-focal"])
+def test_study1_shard_pages_say_how_their_trials_stopped(shard: str) -> None:
+    rows = trials(f"study1-conll-{shard}")
+    assert set(rows["stop_reason"]) == {"epochs"} and set(rows["optimizer_steps"]) == {1580}
+    text = page(f"study1-conll-{shard}.md")
+    assert f"All {len(rows)} trials of this shard stopped at the 2-epoch limit" in text
