@@ -26,6 +26,7 @@ from search_spaces.errors import ClosedModel, rule_error
 from search_spaces.losses import LossSpec
 from search_spaces.mrc_ner import Formulation, MrcNerSpec
 
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
 Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
 Float = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -154,14 +155,24 @@ class TrainingSpec(Section):
     # Batches of similar lengths (shuffled in groups of 50 batches, each group sorted
     # by length): less padding, the same examples each epoch; false: a plain shuffle.
     group_by_length: bool = True
-    bf16: Literal["auto"] | bool = "auto"  # auto: bf16 where the device supports it
+    # Autocast dtype of the forward pass (losses are always computed in fp32). auto: bf16
+    # on a CUDA GPU with bf16, fp16 with a gradient scaler on one without, fp32 on a CPU
+    # (trainables.precision); fp16 needs a GPU.
+    precision: Precision = "auto"
 
-    @field_validator("bf16", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _flag_or_auto(cls, value: Any) -> Any:
-        if value is not True and value is not False and value != "auto":
-            raise rule_error(f"must be true, false or 'auto', got {value!r}")
-        return value
+    def _old_bf16_flag(cls, data: Any) -> Any:
+        """``bf16: true | false | auto``, the key before ``precision``, read as
+        ``precision: bf16 | fp32 | auto``: stored and published specs stay valid."""
+        if not isinstance(data, Mapping) or "bf16" not in data:
+            return data
+        if "precision" in data:
+            raise rule_error("bf16 is the older name of precision: give only precision", "bf16")
+        flag, rest = data["bf16"], {k: v for k, v in data.items() if k != "bf16"}
+        if flag is not True and flag is not False and flag != "auto":
+            raise rule_error(f"must be true, false or 'auto', got {flag!r}", "bf16")
+        return {**rest, "precision": {True: "bf16", False: "fp32"}.get(flag, "auto")}
 
     @model_validator(mode="after")
     def _delta_needs_patience(self) -> TrainingSpec:

@@ -22,7 +22,6 @@ import random
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -35,6 +34,7 @@ from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 from search_spaces.sections import TrainingSpec
 from trainables.losses import build_loss
 from trainables.modeling import TINY_BERT
+from trainables.precision import Resolved, autocast, batch_loss, grad_scaler, resolve
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
@@ -97,16 +97,6 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def autocast(device: torch.device, bf16: bool | str) -> AbstractContextManager[Any]:
-    """bf16 autocast on a GPU that supports it (``"auto"``), or when asked (``True``)."""
-    wanted = bf16 is True or (
-        bf16 == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
-    )
-    if not wanted:
-        return nullcontext()
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-
-
 def build_optimizer(
     model: nn.Module, training: TrainingSpec, total_steps: int
 ) -> tuple[torch.optim.Optimizer, Any]:
@@ -162,9 +152,14 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
 
 @torch.no_grad()
 def evaluate(
-    model: PreTrainedModel, data: TrialData, batch_size: int, device: torch.device, bf16: Any
+    model: PreTrainedModel,
+    data: TrialData,
+    batch_size: int,
+    device: torch.device,
+    precision: Resolved,
 ) -> dict[str, float]:
-    """The task's metrics on the eval split, prefixed ``eval_``."""
+    """The task's metrics on the eval split, prefixed ``eval_``; the forward pass under
+    ``precision``'s autocast."""
     model.eval()
     order = list(range(len(data.eval_features)))
     eval_batches = [
@@ -172,7 +167,7 @@ def evaluate(
     ]
 
     def predict(batch: Batch) -> Any:
-        with autocast(device, bf16):
+        with autocast(device, precision):
             return model(**model_inputs(batch))
 
     metrics = data.task.evaluate(predict, eval_batches, data.eval_examples)
@@ -187,6 +182,7 @@ def save_checkpoint(
     scheduler: Any,
     progress: Progress,
     finished: bool = False,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> None:
     """The trial's state after an evaluation. A ``finished`` trial keeps only what its
     results need (the fine-tuned weights and its progress): its optimiser state (twice
@@ -199,11 +195,18 @@ def save_checkpoint(
             scheduler=scheduler.state_dict(),
             rng=torch.get_rng_state(),
             cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            scaler=None if scaler is None else scaler.state_dict(),  # fp16's loss scale
         )
     torch.save(state, folder / CHECKPOINT_FILE)
 
 
-def load_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: Any) -> Progress:
+def load_checkpoint(
+    folder: Path,
+    model: nn.Module,
+    optimizer: Any,
+    scheduler: Any,
+    scaler: torch.amp.GradScaler | None = None,
+) -> Progress:
     state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     if "optimizer" in state:  # a finished trial's checkpoint has none: nothing is left to train
@@ -212,6 +215,8 @@ def load_checkpoint(folder: Path, model: nn.Module, optimizer: Any, scheduler: A
         torch.set_rng_state(state["rng"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
+        if scaler is not None and state.get("scaler") is not None:
+            scaler.load_state_dict(state["scaler"])
     return Progress(**state["progress"])
 
 
@@ -224,9 +229,17 @@ def fit(
     reporter: Reporter,
     metric: str = "eval_f1",
 ) -> dict[str, float]:
-    """Train and evaluate one trial; returns the last evaluation's metrics."""
+    """Train and evaluate one trial; returns the last evaluation's metrics, with the
+    ``precision`` it trained in (``trainables.precision.resolve``).
+
+    Raises:
+        PrecisionUnavailableError: ``training.precision`` fp16 off a CUDA GPU.
+        TrialDiverged: the training loss became NaN or infinite.
+    """
     seed_everything(seed)
     device = pick_device()
+    precision = resolve(training.precision, device)
+    scaler = grad_scaler(device, precision)
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
     model = data.task.build_model(model_name, vocab).to(device)
     counts = data.task.class_counts(data.train_features)
@@ -239,7 +252,7 @@ def fit(
     progress = Progress()
     resumed = reporter.latest_checkpoint()
     if resumed is not None:
-        progress = load_checkpoint(resumed, model, optimizer, scheduler)
+        progress = load_checkpoint(resumed, model, optimizer, scheduler, scaler)
     model.train()
     last: dict[str, Any] = {}
     started = time.perf_counter()
@@ -253,7 +266,9 @@ def fit(
             order = epoch_order(len(lengths), seed, epoch)
         order = order[skip * training.batch_size :]
         for batch in batches(data, data.train_features, training.batch_size, order):
-            loss = train_step(model, batch, data, loss_fn, optimizer, scheduler, training, device)
+            loss = train_step(
+                model, batch, data, loss_fn, optimizer, scheduler, training, device, scaler
+            )
             progress.step += 1
             if not math.isfinite(loss):
                 raise TrialDiverged(progress.step, loss)
@@ -264,8 +279,9 @@ def fit(
             every = training.eval_every_steps
             at_end = progress.step == total_steps  # max_steps may end mid-epoch
             if at_end or at_epoch_end or (every is not None and progress.step % every == 0):
-                last = evaluate(model, data, training.batch_size, device, training.bf16)
+                last = {**evaluate(model, data, training.batch_size, device, precision)}
                 last.update(
+                    precision=precision,
                     train_loss=progress.loss_sum / max(progress.loss_steps, 1),
                     epoch=progress.step / steps_per_epoch,
                     step=progress.step,
@@ -281,7 +297,9 @@ def fit(
                     last = final_metrics(last, progress, training, metric)
                 with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
                     finished = progress.stop_reason is not None
-                    save_checkpoint(Path(folder), model, optimizer, scheduler, progress, finished)
+                    save_checkpoint(
+                        Path(folder), model, optimizer, scheduler, progress, finished, scaler
+                    )
                     reporter.report(last, Path(folder))
                 if progress.stop_reason is not None:
                     break
@@ -338,16 +356,27 @@ def train_step(
     scheduler: Any,
     training: TrainingSpec,
     device: torch.device,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
-    """One optimiser step; returns the batch's loss."""
+    """One optimiser step, the forward pass in ``training.precision`` (resolved for
+    ``device``) and the loss in fp32; returns the batch's loss. fp16 takes the
+    ``scaler`` of ``trainables.precision.grad_scaler``: the loss is scaled before the
+    backward pass, the gradients unscaled before clipping, and a step whose gradients
+    overflowed is skipped (``GradScaler``'s rule)."""
     batch = to_device(batch, device)
-    with autocast(device, training.bf16):
+    with autocast(device, resolve(training.precision, device)):
         outputs = model(**model_inputs(batch))
-    loss = data.task.loss(outputs, batch, loss_fn)
+    loss = batch_loss(data.task.loss, outputs, batch, loss_fn, device)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    (loss if scaler is None else scaler.scale(loss)).backward()
+    if scaler is not None:
+        scaler.unscale_(optimizer)
     if training.grad_clip is not None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), training.grad_clip)
-    optimizer.step()
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
     scheduler.step()
     return float(loss.detach())

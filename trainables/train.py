@@ -254,7 +254,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-every-steps", type=int, default=None)
     parser.add_argument("--max-train-examples", type=int, default=None)
     parser.add_argument("--max-eval-examples", type=int, default=None)
-    parser.add_argument("--bf16", choices=["auto", "true", "false"], default="auto")
+    parser.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16", "fp16"],
+        default=defaults.precision,
+        help="autocast of the forward pass (fp16: a CUDA GPU only); losses stay fp32",
+    )
     parser.add_argument("--output-dir", type=Path, default=Path("trial-output"))
     parser.add_argument("--resume", action="store_true", help="continue from output-dir")
     return parser
@@ -265,7 +270,6 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
     kind = get_dataset(args.dataset).kind
     if args.task is not None and args.task != kind:
         raise SystemExit(f"--task {args.task} does not match data set {args.dataset!r} ({kind})")
-    bf16: bool | str = {"true": True, "false": False}.get(args.bf16, "auto")
     return {
         "sweep_id": "local",
         "dataset": args.dataset,
@@ -285,7 +289,7 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
             "eval_every_steps": args.eval_every_steps,
             "max_train_examples": args.max_train_examples,
             "max_eval_examples": args.max_eval_examples,
-            "bf16": bf16,
+            "precision": args.precision,
         },
     }
 

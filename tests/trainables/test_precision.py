@@ -1,0 +1,148 @@
+"""The precision a trial trains in: losses are computed in fp32 under any autocast, and
+``training.precision`` resolves per device (``trainables.precision``)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from search_spaces.sections import TrainingSpec
+from trainables.loop import build_optimizer, train_step
+from trainables.losses import build_loss
+from trainables.precision import (
+    PrecisionUnavailableError,
+    autocast,
+    batch_loss,
+    cpu_has_native_bf16,
+    grad_scaler,
+    resolve,
+)
+from trainables.tasks.tagging import Tagging
+
+CPU = torch.device("cpu")
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+# The loss family whose sums and denominators a 16-bit product would round (dice,
+# Tversky, DSC), and cross-entropy.
+LOSSES = [
+    {"name": "ce"},
+    {"name": "dice", "smooth": 1.0},
+    {"name": "tversky", "alpha": 0.3, "beta": 0.7},
+    {"name": "dsc", "alpha": 0.1},
+]
+
+
+def tagging_batch(seed: int = 0) -> tuple[Tagging, dict[str, torch.Tensor], torch.Tensor]:
+    """A token-classification task, a batch of 16 sequences of 24 tokens (some tags
+    ignored) and bf16 logits ``(16, 24, 5)`` as a bf16 forward pass gives them."""
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, len(TAGS), (16, 24), generator=generator)
+    labels[:, -4:] = -100  # padding and later sub-words
+    logits = (3 * torch.randn(16, 24, len(TAGS), generator=generator)).to(torch.bfloat16)
+    return Tagging(TAGS), {"labels": labels}, logits
+
+
+@pytest.mark.parametrize("spec", LOSSES, ids=lambda spec: spec["name"])
+def test_a_loss_asked_under_bf16_autocast_is_computed_in_fp32(spec: dict[str, Any]) -> None:
+    """The step's loss (``batch_loss``) of bf16 logits, asked inside a bf16 autocast
+    region, is the fp32 loss of the same logits: its matrix products and sums are
+    not rounded to bf16."""
+    task, batch, logits = tagging_batch()
+    loss_fn = build_loss(spec, labels=TAGS)
+    expected = loss_fn(logits.float(), batch["labels"])  # plain fp32, no autocast
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = batch_loss(task.loss, SimpleNamespace(logits=logits), batch, loss_fn, CPU)
+    assert expected.dtype == torch.float32
+    assert got.dtype == torch.float32
+    assert float(got) == pytest.approx(float(expected), abs=1e-6, rel=0)
+
+
+class TinyTagger(nn.Module):
+    """Embeddings and a linear layer: logits ``(B, L, C)`` as a tagger's outputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(50, 32)
+        self.head = nn.Linear(32, len(TAGS))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+        return SimpleNamespace(logits=self.head(self.embed(input_ids)))
+
+
+@pytest.mark.parametrize("spec", LOSSES[1:], ids=lambda spec: spec["name"])
+def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
+    spec: dict[str, Any],
+) -> None:
+    """``train_step`` under ``precision: bf16`` takes its loss in fp32 from the bf16
+    logits: a loss computed inside the autocast region would differ by bf16's rounding."""
+    task, batch, _ = tagging_batch()
+    ids = torch.randint(0, 50, batch["labels"].shape, generator=torch.Generator().manual_seed(1))
+    batch = {**batch, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    model, training = TinyTagger(), TrainingSpec(precision="bf16", learning_rate=1e-3)
+    loss_fn = build_loss(spec, labels=TAGS)
+    with torch.no_grad(), autocast(CPU, "bf16"):
+        logits = copy.deepcopy(model)(ids, batch["attention_mask"]).logits
+    assert logits.dtype == torch.bfloat16
+    expected = float(loss_fn(logits.float(), batch["labels"]))
+    optimizer, scheduler = build_optimizer(model, training, total_steps=10)
+    data = SimpleNamespace(task=task)
+    got = train_step(model, batch, data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
+    assert got == pytest.approx(expected, abs=1e-6, rel=0)
+
+
+def test_auto_resolves_to_fp32_on_a_cpu_and_explicit_settings_stand() -> None:
+    assert resolve("auto", CPU) == "fp32"  # bf16's F1 parity on a CPU is not yet shown
+    assert resolve("fp32", CPU) == "fp32"
+    assert resolve("bf16", CPU) == "bf16"
+    assert grad_scaler(CPU, "fp32") is None
+    assert isinstance(autocast(CPU, "fp32"), type(autocast(CPU, "fp32")))
+    with autocast(CPU, "bf16"):
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert torch.is_autocast_enabled("cpu")
+    with autocast(CPU, "fp32"):
+        assert not torch.is_autocast_enabled("cpu")
+
+
+def test_fp16_off_a_gpu_is_refused_naming_the_field() -> None:
+    with pytest.raises(PrecisionUnavailableError, match=r"^training\.precision: fp16 needs"):
+        resolve("fp16", CPU)
+
+
+def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path) -> None:
+    def flags(line: str) -> bool:
+        info = tmp_path / f"cpuinfo-{len(list(tmp_path.iterdir()))}"
+        info.write_text(f"processor\t: 0\nflags\t\t: {line}\n")
+        return cpu_has_native_bf16(info)
+
+    assert flags("fpu sse2 avx2 avx512f avx512_bf16")
+    assert flags("fpu amx_tile amx_bf16")
+    assert not flags("fpu sse2 avx2 avx512f avx512bw")
+    assert not cpu_has_native_bf16(tmp_path / "missing")
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_logged_as_slow(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import trainables.precision as precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
+    precision.resolve.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="trainables.precision"):
+        assert precision.resolve("bf16", CPU) == "bf16"
+    precision.resolve.cache_clear()
+    assert "emulated, slower than fp32" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), [(True, "bf16"), (False, "fp32"), ("auto", "auto")], ids=str
+)
+def test_the_older_bf16_flag_reads_as_a_precision(old: Any, new: str) -> None:
+    assert TrainingSpec.model_validate({"bf16": old}).precision == new
+    assert "bf16" not in TrainingSpec.model_validate({"bf16": old}).model_dump()
