@@ -180,6 +180,10 @@ def test_study3_collapse_figures_are_those_of_docs_losses() -> None:
     for figure in ("0.87–0.88", "0.90–0.93", "0.92–0.95", "0.08–0.44", "2.5", "8.8"):
         assert figure in text and figure in losses_doc, figure
     assert "~~with `O` in the average a model that predicts `O` everywhere pays little" in text
+    dice = final(trials("study1-conll-dice"))["eval_f1"].mean()
+    linear = trials("study3-conll-dice-linear")
+    assert (linear["eval_top_prediction_share"] >= 99.0).all()
+    assert f"the squared denominator ({dice:.2f}) and collapsed with the linear one" in text
 
 
 def test_study4_resolvable_ranges_and_the_6_epoch_spread() -> None:
@@ -195,6 +199,7 @@ def test_study4_resolvable_ranges_and_the_6_epoch_spread() -> None:
     assert f"dice resolves {resolves(longer, 'dice(smooth=1)', 'ud_zh_gsd')}" in text
     spread = {name: trials(f"study4-gsd-{name}-6ep")["eval_f1"].std() for name in ("ce", "dice")}
     assert f"std {spread['ce']:.2f} for ce and {spread['dice']:.2f} for dice" in text
+    assert f"(std {spread['ce']:.2f} and {spread['dice']:.2f})" in page("README.md")
     assert not math.isnan(spread["ce"]) and spread["dice"] < 0.43 and spread["ce"] < 0.31
 
 
