@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from search_spaces.reports.formats import format_value
-from search_spaces.reports.notes import mark_lines, tuned_text
+from search_spaces.reports.notes import mark_lines, precision_line, tuned_text
 from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
 
@@ -83,8 +83,15 @@ def tuned_line(table: pd.DataFrame) -> str | None:
 def notes(table: pd.DataFrame) -> list[str]:
     """The lines under a table beyond its legend: each loss's tuned settings, the
     optimiser steps, the no-skill baselines, the smallest Δ the tests resolve, the
-    marked trials (constant, below no-skill: ``notes.mark_lines``) and the failed ones."""
-    found = (tuned_line(table), steps_line(table), baseline_line(table), resolvable_line(table))
+    precision the trials trained in, the marked trials (constant, below no-skill:
+    ``notes.mark_lines``) and the failed ones."""
+    found = (
+        tuned_line(table),
+        steps_line(table),
+        baseline_line(table),
+        resolvable_line(table),
+        precision_line(table),
+    )
     lines = [line for line in found if line]
     lines += mark_lines(table, failed_label)
     failed = table.attrs.get("failed") or []

@@ -15,7 +15,7 @@ from search_spaces.reports.captions import (
     tuned_line,
 )
 from search_spaces.reports.grid import Cell, cell_grid
-from search_spaces.reports.notes import marks_html
+from search_spaces.reports.notes import marks_html, precision_line
 from search_spaces.reports.resolution import resolvable_line
 
 
@@ -43,6 +43,7 @@ def to_html(table: pd.DataFrame) -> str:
         ("steps", steps_line(table)),
         ("baselines", baseline_line(table)),
         ("resolvable", resolvable_line(table)),
+        ("precision", precision_line(table)),
     ):
         text += f'<p class="{css}">{escape(line)}</p>' if line else ""
     text += marks_html(table, failed_label)

@@ -4,7 +4,8 @@ The marks (``flagged``): the constant trials and those below no-skill, each with
 evidence, and the Δs that leaving the below-no-skill ones out would change. The stages
 (``tuning``): each loss's settings were chosen on the tuning split, held out of the
 training file for stage 1 only; stage 2 trains on the whole training file; a loss
-whose stage-1 trials were all constant had its settings chosen among them.
+whose stage-1 trials were all constant had its settings chosen among them. The
+precision (``precision_line``): what the trials' forward passes ran in.
 """
 
 from __future__ import annotations
@@ -84,3 +85,32 @@ def tuned_text(tuned: Mapping[str, Mapping[str, Any]], constant: list[str], show
             text += " (every stage-1 trial constant: the best of them)"
         parts.append(text)
     return f"Tuned per loss ({STAGES}): {'; '.join(parts)}."
+
+
+# What a trial reports as its ``precision`` (trainables.precision), in the notes' words.
+PRECISION_WORDS = {"fp32": "fp32", "bf16": "bf16 autocast", "fp16": "fp16 autocast"}
+
+
+def precision_counts(rows: pd.DataFrame) -> dict[str, int]:
+    """How many of ``rows`` trained in each precision (their ``precision`` column;
+    ``unrecorded`` for a trial from before trials reported it), or {} when none did."""
+    if "precision" not in rows or rows["precision"].isna().all():
+        return {}
+    counts = rows["precision"].fillna("unrecorded").value_counts()
+    return {str(name): int(count) for name, count in sorted(counts.items())}
+
+
+def precision_line(table: pd.DataFrame) -> str | None:
+    """``Trained in bf16 autocast (losses in fp32).``: what the table's trials trained
+    in (``attrs["precision"]``, ``precision_counts``), each precision's trial count
+    when they differ; None when no trial recorded it."""
+    counts: dict[str, int] = table.attrs.get("precision") or {}
+    words = {name: PRECISION_WORDS.get(name, name) for name in counts}
+    if not counts:
+        return None
+    if list(counts) == ["fp32"]:
+        return "Trained in fp32."
+    if len(counts) == 1:
+        return f"Trained in {words[next(iter(counts))]} (losses in fp32)."
+    shown = ", ".join(f"{words[name]} {count}" for name, count in counts.items())
+    return f"Trained in several precisions, trials in each: {shown} (losses in fp32)."

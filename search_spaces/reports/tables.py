@@ -14,6 +14,7 @@ from search_spaces.flags import BASELINE_SCORES
 from search_spaces.reports.cells import keyed_by_cell
 from search_spaces.reports.flagged import marks, with_every_cell, with_marks, with_sensitivity
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
+from search_spaces.reports.notes import precision_counts
 from search_spaces.reports.resolution import resolvable_difference, resolvable_range
 from search_spaces.sections import trial_training
 
@@ -73,6 +74,8 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
         "stage": config.get("stage", "final"),
         **tuned,
         **{name: metrics[name] for name in METRICS if name in metrics},
+        # What it trained in (trainables.precision), where the trial reported it.
+        **({"precision": metrics["precision"]} if "precision" in metrics else {}),
     }
 
 
@@ -124,7 +127,8 @@ def pivot_table(
     Returns a frame indexed by the ``rows_key`` values, with columns ``(col, stat)`` for
     each ``cols_key`` value and stat in ``STATS``; ``delta`` is NaN on the baseline row
     (and everywhere when ``baseline`` is None). Rows with a NaN metric (failed trials)
-    are left out. ``attrs`` keeps ``metric``, ``rows_key``, ``cols_key``, ``baseline``.
+    are left out. ``attrs`` keeps ``metric``, ``rows_key``, ``cols_key``, ``baseline``,
+    and ``precision`` (``notes.precision_counts``) where the rows have that column.
 
     Raises:
         ValueError: a missing column, or a ``baseline`` that is not among the rows.
@@ -155,6 +159,8 @@ def pivot_table(
         "datasets": sorted(map(str, data["dataset"].unique())) if "dataset" in data else [],
         "seeds": sorted(int(seed) for seed in data["seed"].unique()) if "seed" in data else [],
     }
+    if "precision" in data:  # its trials reported what they trained in
+        table.attrs["precision"] = precision_counts(data)
     return table
 
 
