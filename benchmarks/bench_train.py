@@ -7,7 +7,8 @@ docs/benchmarks.md:
     python benchmarks/bench_train.py --dataset mrpc  # one full fine-tune (minutes on 2 CPUs)
     python benchmarks/bench_train.py                 # both, one docs section each
     python benchmarks/bench_train.py --quick         # a few hundred examples, no docs update
-    python benchmarks/bench_train.py --throughput    # ours vs Trainer only (minutes)
+    python benchmarks/bench_train.py --throughput    # ours vs Trainer, fp32 and bf16 only
+    python benchmarks/bench_train.py --throughput --quick --model tiny-bert  # a smoke run
 """
 
 from __future__ import annotations
@@ -20,19 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from train_throughput import render_throughput, throughput
 
 from docs_table import machine_description, write_section
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
-from trainables.loop import (
-    batches,
-    build_optimizer,
-    epoch_order,
-    grouped_order,
-    pick_device,
-    train_step,
-)
+from trainables.loop import batches, epoch_order, pick_device, train_step
 from trainables.losses import build_loss
 from trainables.modeling import build_model
 from trainables.train import run_trial
@@ -139,80 +134,6 @@ def trial_data(dataset: str, model: str, settings: DicesweepSettings) -> Any:
     return load_trial_data(request, settings.datasets_dir, settings.cache_dir)
 
 
-def throughput(dataset: str, model: str, settings: DicesweepSettings, n_steps: int) -> dict:
-    """Training examples per second of this project's loop and of Hugging Face
-    ``Trainer`` (``train_sampling_strategy="group_by_length"``) on the same model, data,
-    batch size, max length and threads: ``n_steps`` optimiser steps each, ``ce``, timed
-    from the first step."""
-    from transformers import (
-        DataCollatorForTokenClassification,
-        DataCollatorWithPadding,
-        Trainer,
-        TrainingArguments,
-    )
-
-    data = trial_data(dataset, model, settings)
-    _, lr, batch = RUNS[dataset]
-    training = TrainingSpec(batch_size=batch, learning_rate=lr)
-    device = pick_device()
-    torch.manual_seed(0)
-    net = build_model(model, data.info.kind, data.task.num_labels).to(device)
-    optimizer, scheduler = build_optimizer(net, training, n_steps)
-    lengths = [len(f["input_ids"]) for f in data.train_features]
-    order = grouped_order(lengths, 0, 0, batch)[: batch * n_steps]
-    loss_fn = build_loss({"name": "ce"}).to(device)
-    net.train()
-    start = time.perf_counter()
-    for step in batches(data, data.train_features, batch, order):
-        train_step(net, step, data, loss_fn, optimizer, scheduler, training, device)
-    ours = batch * n_steps / (time.perf_counter() - start)
-
-    torch.manual_seed(0)
-    net = build_model(model, data.info.kind, data.task.num_labels).to(device)
-    pad = DataCollatorWithPadding if data.info.kind == "pi" else DataCollatorForTokenClassification
-    with tempfile.TemporaryDirectory() as out:
-        arguments = TrainingArguments(
-            output_dir=out,
-            per_device_train_batch_size=batch,
-            max_steps=n_steps,
-            learning_rate=lr,
-            warmup_steps=training.warmup_ratio,  # a float below 1: a share of the steps
-            weight_decay=training.weight_decay,
-            max_grad_norm=training.grad_clip or 0.0,
-            train_sampling_strategy="group_by_length",
-            report_to=[],
-            save_strategy="no",
-            logging_strategy="no",
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-            use_cpu=device.type == "cpu",
-            seed=0,
-        )
-        trainer = Trainer(
-            model=net,
-            args=arguments,
-            train_dataset=data.train_features,
-            data_collator=pad(data.tokenizer),
-        )
-        start = time.perf_counter()
-        trainer.train()
-        theirs = batch * n_steps / (time.perf_counter() - start)
-    return {"dataset": dataset, "steps": n_steps, "ours": ours, "trainer": theirs}
-
-
-def render_throughput(rows: list[dict]) -> str:
-    lines = [
-        "| data set | steps of 16 | ours (examples/s) | Trainer (examples/s) | ours / Trainer |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {r['dataset']} | {r['steps']} | {r['ours']:.1f} | {r['trainer']:.1f} "
-        f"| {r['ours'] / r['trainer']:.2f} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
-
-
 def render(fits: dict[str, list[dict]], steps: list[dict]) -> str:
     lines = [
         "| data set | epoch | dev F1 | dev precision | dev recall | wall time (s) |",
@@ -241,9 +162,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small caps; no docs update")
     parser.add_argument("--steps", type=int, default=40, help="batches for the step timing")
     parser.add_argument(
-        "--throughput", action="store_true", help="only ours vs Trainer (examples per second)"
+        "--throughput",
+        action="store_true",
+        help="only ours vs Trainer, each in fp32 and bf16 (examples per second)",
     )
     parser.add_argument("--throughput-steps", type=int, default=60)
+    parser.add_argument("--throughput-repeats", type=int, default=5, help="interleaved")
+    parser.add_argument("--model", default=None, help="default: MiniLM-L6 (make bench-deps)")
     parser.add_argument(
         "--dataset", choices=list(RUNS), action="append", help="only this one (repeatable)"
     )
@@ -251,14 +176,21 @@ def main() -> None:
         "--docs", type=Path, default=Path(__file__).parents[1] / "docs" / "benchmarks.md"
     )
     args = parser.parse_args()
-    model = minilm_path()
+    model = args.model or minilm_path()
     with tempfile.TemporaryDirectory(prefix="dicesweep-bench-") as home:
         settings = DicesweepSettings(home=Path(home))
         if args.throughput:
-            rows = [throughput(d, model, settings, args.throughput_steps) for d in RUNS]
+            rows = []
+            for dataset in args.dataset or list(RUNS):
+                data, (_, lr, batch) = trial_data(dataset, model, settings), RUNS[dataset]
+                steps, repeats = args.throughput_steps, args.throughput_repeats
+                found = throughput(data, model, batch, lr, steps, repeats)
+                rows += [{"dataset": dataset, **row} for row in found]
             table = render_throughput(rows)
             print(table, flush=True)
-            write_section(args.docs, "Training throughput: ours vs Trainer", describe_rate(table))
+            if not args.quick:
+                title = "Training throughput: ours vs Trainer"
+                write_section(args.docs, title, describe_rate(table, args.throughput_repeats))
             return
         cap = 300 if args.quick else None
         for dataset in args.dataset or list(RUNS):
@@ -273,7 +205,7 @@ def main() -> None:
                 write_section(args.docs, title, describe(table, dataset, took))
 
 
-def describe_rate(table: str) -> str:
+def describe_rate(table: str, repeats: int) -> str:
     return (
         f"Machine: {machine_description()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} thread(s), device {pick_device()}. "
@@ -283,9 +215,12 @@ def describe_rate(table: str) -> str:
         "training examples and threads in one process; this project's loop with its "
         "length-grouped batches (`training.group_by_length`, the default) against Hugging "
         "Face `Trainer` with `train_sampling_strategy='group_by_length'` (transformers 5's "
-        "name for `group_by_length=True`), each timed over the same number of optimiser "
-        "steps from the first (no evaluation).\n\n"
-        f"{table}\n\nTarget: ours ≥ 1.0× Trainer's.\n"
+        "name for `group_by_length=True`), each in fp32 and under bf16 autocast (ours: "
+        "`training.precision: bf16`, the loss in fp32; Trainer: `bf16=True`, with "
+        "`use_cpu=True` on a CPU), each timed over the same number of optimiser steps "
+        f"from the first (no evaluation); the four take turns, {repeats} times, in an order "
+        "rotated each time: the median and range (lowest–highest) over the repeats.\n\n"
+        f"{table}\n\nTarget: ours ≥ 1.0× Trainer's in each precision.\n"
     )
 
 
