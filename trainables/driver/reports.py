@@ -32,31 +32,9 @@ from search_spaces.reports import (
 from search_spaces.reports.budget import budget_frame, with_budget_curves
 from search_spaces.reports.formats import format_value
 from search_spaces.reports.tables import loss_label
+from trainables.driver.oom import memory_reason, worker_death_reason
 
 REASON_LIMIT = 500  # characters of a failure reason kept in MLflow and the table
-
-
-# Ray's memory monitor's words when it kills a worker (an OutOfMemoryError, or an
-# actor's death cause): "Memory on the node (IP: 172.18.0.4, ID: ...) where the task
-# (...) was running was 0.47GB / 0.50GB (0.95), which exceeds the memory usage
-# threshold of 0.95". A kernel's OOM kill leaves Ray only a guess ("(1) The process
-# is killed by SIGKILL by OOM killer"), said as such.
-_MONITOR_OOM = re.compile(r"Memory on the node \(IP: ([^,]+),.*? was running was ([^(]+?) \(", re.S)
-_KERNEL_OOM = "killed by SIGKILL by OOM killer"
-_NODE_IP = re.compile(r"\bip: (\S+)")
-
-
-def memory_reason(message: str) -> str | None:
-    """``out of memory on node 172.18.0.4 (0.47GB / 0.50GB used)`` when ``message``
-    (a Ray error's) says a worker died of memory, else None."""
-    monitor = _MONITOR_OOM.search(message)
-    if monitor:
-        return f"out of memory on node {monitor.group(1)} ({monitor.group(2).strip()} used)"
-    if _KERNEL_OOM in message:
-        node = _NODE_IP.search(message)
-        where = f" on node {node.group(1)}" if node else ""
-        return f"worker killed{where}, likely out of memory (the kernel's OOM killer)"
-    return None
 
 
 def failure_reason(error: BaseException | str | None) -> str:
@@ -68,8 +46,9 @@ def failure_reason(error: BaseException | str | None) -> str:
     cause = getattr(error, "cause", None)  # a RayTaskError wraps the trial's exception
     if isinstance(cause, BaseException):
         error = cause
-    oom = memory_reason(str(error))
-    if oom:  # a generic actor death otherwise: the limit is what to act on
+    # A generic actor death otherwise: what to act on is the memory.
+    oom = memory_reason(error) or worker_death_reason(error)
+    if oom:
         return oom[:REASON_LIMIT]
     if isinstance(error, BaseException):
         lines = str(error).strip().splitlines()
