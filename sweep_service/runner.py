@@ -137,20 +137,6 @@ class RayJobRunner:
                 if "already exists" not in str(error):
                     raise
 
-    def _sign_in(self, folder: Path, experiment: str) -> dict[str, str]:
-        """The owner of ``experiment`` (``dicesweep/<owner>``) made an MLflow user with
-        MANAGE on it, its credentials written to ``folder``; the variables that point
-        the driver's MLflow client there. Nothing without access control.
-
-        Raises:
-            MlflowAccessError: the MLflow server refused (the reconciler tries again).
-        """
-        if self._access is None:
-            return {}
-        granted = self._access.ensure_owner(experiment.removeprefix(f"{EXPERIMENT}/"))
-        write_credentials(folder / CREDENTIALS_FILE, granted.username, granted.password)
-        return {"MLFLOW_TRACKING_AUTH": PROVIDER, CREDENTIALS_ENV: CREDENTIALS_FILE}
-
     def state(self, job: str) -> tuple[JobState, str]:
         try:
             info = self._client.get_job_info(job)

@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from sweep_service import reconciler as reconciling
+from sweep_service.notices import current_notice
 from sweep_service.reconciler import driver_failed_for_good
 from sweep_service.runner import JobState
 from sweep_service.store import Owner, SweepStatus
@@ -103,3 +104,12 @@ def test_a_running_sweep_shows_its_drivers_notice_until_the_wait_ends(
     reconciler._notices_read.clear()  # as NOTICE_READ_S later
     reconciler.run_once()
     assert status(session_factory, alice, sweep_id).message == ""
+
+
+def test_a_waiting_notice_ends_with_the_drivers_next_line_of_its_own() -> None:
+    node = "waiting for a node with 1 CPUs and 0 GPUs (cluster has 0 CPUs/0 GPUs; 35 s of 300)"
+    log = f"sweep s-1: 2 trials\nsweep s-1: {node}\n(raylet) a line of Ray's\n"
+    assert current_notice(log, "s-1") == node
+    assert current_notice(log, "s-2") is None  # another sweep's driver
+    progressed = log + "[0:00:41] 0/2 trials (0%): 1 running, 0 done, 0 failed | ETA -:--:--\n"
+    assert current_notice(progressed, "s-1") is None
