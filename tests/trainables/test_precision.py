@@ -146,3 +146,48 @@ def test_bf16_on_a_cpu_without_native_bf16_is_logged_as_slow(
 def test_the_older_bf16_flag_reads_as_a_precision(old: Any, new: str) -> None:
     assert TrainingSpec.model_validate({"bf16": old}).precision == new
     assert "bf16" not in TrainingSpec.model_validate({"bf16": old}).model_dump()
+
+
+@pytest.mark.parametrize(("has_bf16", "expected"), [(True, "bf16"), (False, "fp16")])
+def test_auto_on_a_gpu_is_bf16_where_it_has_bf16_else_fp16(
+    monkeypatch: pytest.MonkeyPatch, has_bf16: bool, expected: str
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *_, **__: has_bf16)
+    resolve.cache_clear()
+    try:
+        assert resolve("auto", torch.device("cuda")) == expected
+        assert resolve("fp16", torch.device("cuda")) == "fp16"
+    finally:
+        resolve.cache_clear()
+
+
+def test_a_scaled_step_updates_the_weights_as_the_plain_step_does() -> None:
+    """fp16's step (the loss scaled by a power of two, the gradients unscaled before
+    clipping, the fused AdamW step through the scaler) moves the weights as the plain
+    fp32 step does: the scaler changes how gradients are held, not what they are. Run
+    in fp32 on a CPU, since fp16 needs a GPU."""
+    task, batch, _ = tagging_batch()
+    ids = torch.randint(0, 50, batch["labels"].shape, generator=torch.Generator().manual_seed(1))
+    batch = {**batch, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    training = TrainingSpec(precision="fp32", learning_rate=1e-2, grad_clip=0.5)
+    loss_fn, data = build_loss({"name": "dice"}, labels=TAGS), SimpleNamespace(task=task)
+    weights = []
+    for scaler in (None, torch.amp.GradScaler("cpu", init_scale=2.0**16)):
+        model = TinyTagger()
+        optimizer, scheduler = build_optimizer(model, training, total_steps=10)
+        for _ in range(3):
+            train_step(model, batch, data, loss_fn, optimizer, scheduler, training, CPU, scaler)  # type: ignore[arg-type]
+        weights.append(model.head.weight.detach().clone())
+    assert not torch.equal(weights[0], TinyTagger().head.weight)  # the steps moved it
+    torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_trial_reports_the_precision_it_trained_in(toy_home: Any) -> None:
+    from tests.trainables.test_train import Recorder, toy_config
+    from trainables.train import run_trial
+
+    plain = Recorder()
+    assert run_trial(toy_config(epochs=1), plain, toy_home)["precision"] == "fp32"  # auto
+    assert [report["precision"] for report in plain.reports] == ["fp32"]
+    bf16 = run_trial(toy_config(epochs=1, precision="bf16"), Recorder(), toy_home)
+    assert bf16["precision"] == "bf16"
