@@ -23,7 +23,7 @@ from docs_table import write_section
 from search_spaces.reports.csv_json import to_csv
 from search_spaces.reports.markdown import to_markdown
 from search_spaces.reports.plots import to_png
-from sweep_service.api.grid import grid_of
+from sweep_service.tables import grid_of
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 

@@ -65,44 +65,44 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_grid(args: argparse.Namespace) -> int:
     """Render a sweep's table from its MLflow runs, or several sweeps' merged into one,
-    in the paper's layout by default, with the paired tests' marks."""
+    in the paper's layout by default, with the paired tests' marks: the API's table
+    (``sweep_service.tables.grid_of``), read from the tracking store directly."""
     from mlflow.tracking import MlflowClient
 
     from search_spaces import reports
-    from search_spaces.reports import final_rows
     from search_spaces.settings import DicesweepSettings
     from sweep_service.results import merged_rows
+    from sweep_service.tables import TEXT_RENDERERS, GridQueryError, NoResultsError, grid_of
 
     settings = DicesweepSettings()
     client = MlflowClient(str(settings.mlflow_tracking_uri))
     sweep_ids = list(dict.fromkeys(args.sweep_id))
-    rows = reports.final_rows(merged_rows(client, sweep_ids))  # no stage-1 trials
-    finished = rows[rows["status"] == "FINISHED"]
-    if final_rows(finished).empty:  # none yet, or only stage 1's
-        names = ", ".join(sweep_ids)
+    names = ", ".join(sweep_ids)
+    try:
+        # The trial runs do not say how stage 1 sampled: the text states the assumption.
+        table = grid_of(
+            merged_rows(client, sweep_ids),
+            names,
+            " + ".join(sweep_ids),
+            args.rows,
+            args.cols,
+            args.metric,
+            random_sampling=None,
+        )
+    except NoResultsError:  # none yet, or only stage 1's
         print(f"dicesweep grid: no finished trials found for {names}", file=sys.stderr)
         return 1
-    table = reports.paper_table(
-        final_rows(finished), args.metric, args.rows, args.cols, title=" + ".join(sweep_ids)
-    )
-    # The trial runs do not say how stage 1 sampled: the text states the assumption.
-    table = reports.with_budget_curves(table, finished, random_sampling=None)
-    table = reports.with_failures(table, reports.failed_trials(rows))
+    except GridQueryError as error:
+        print(f"dicesweep grid: {error}", file=sys.stderr)
+        return 2
     if args.format == "png":
         if args.output is None:
             print("dicesweep grid: --format png needs --output FILE", file=sys.stderr)
             return 2
         args.output.write_bytes(reports.to_png(table))
         return 0
-    fmt = "json" if args.json else args.format  # the API's grid JSON (GET /v1/grid)
-    render = {
-        "markdown": reports.to_markdown,
-        "csv": reports.to_csv,
-        "latex": reports.to_latex,
-        "html": reports.to_html,
-        "json": reports.to_json,
-    }[fmt]
-    text = render(table)
+    # --json: the API's grid JSON (GET /v1/grid)
+    text = TEXT_RENDERERS["json" if args.json else args.format](table)
     if args.output is None:
         print(text)
     else:

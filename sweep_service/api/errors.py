@@ -30,6 +30,7 @@ from search_spaces.errors import SpecError, SpecIssue
 from search_spaces.resolve import UnknownPresetError
 from sweep_service.results import SweepNotFoundError
 from sweep_service.store import StoreError
+from sweep_service.tables import GridQueryError, NoResultsError
 
 STATUS_BY_CODE: Final[dict[str, int]] = {
     # The store's codes (sweep_service.store.errors).
@@ -62,6 +63,8 @@ CODE_BY_EXCEPTION: Final[tuple[tuple[type[Exception], str], ...]] = (
     (SpecError, "invalid_spec"),
     (UnknownPresetError, "unknown_preset"),
     (SweepNotFoundError, "no_results"),
+    (NoResultsError, "no_results"),
+    (GridQueryError, "invalid_request"),
 )
 
 # Codes for the framework's own refusals (an unknown path or method).
@@ -211,6 +214,11 @@ async def _handle(request: Request, error: Exception) -> JSONResponse:
         return error_response("store_unavailable", detail)
     if isinstance(error, ApiError):
         return error_response(error.code, error.body, error.headers)
+    if isinstance(error, GridQueryError):  # each query parameter and its rule
+        query = [
+            Issue(loc=["query", name], msg=msg, type="value_error") for name, msg in error.problems
+        ]
+        return error_response("invalid_request", query)
     if isinstance(error, RequestValidationError):
         errors = error.errors()
         details = [

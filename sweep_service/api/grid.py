@@ -1,5 +1,5 @@
-"""A sweep's table (or several sweeps' merged) in the paper's layout, rendered in the
-format a client asks for."""
+"""A sweep's table (built by ``sweep_service.tables``) rendered in the format a client
+asks for, its PNGs drawn off the request threads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 
@@ -15,24 +14,10 @@ import pandas as pd
 from fastapi import Response
 from starlette.concurrency import run_in_threadpool
 
-from search_spaces.reports import (
-    METRICS,
-    failed_trials,
-    final_rows,
-    infer_layout,
-    paper_table,
-    to_csv,
-    to_json,
-    to_latex,
-    to_markdown,
-    to_png,
-    with_failures,
-)
-from search_spaces.reports.budget import with_budget_curves
+from search_spaces.reports import to_json, to_png
 from sweep_service.api.errors import ApiError
+from sweep_service.tables import TEXT_RENDERERS
 
-# stage: a table holds stage 2 only (final_rows).
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stage"})
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
 
@@ -53,91 +38,6 @@ MEDIA_TYPES: dict[GridFormat, str] = {
     GridFormat.LATEX: "application/x-latex; charset=utf-8",
     GridFormat.PNG: "image/png",
 }
-_TEXT_RENDERERS: dict[GridFormat, Callable[[pd.DataFrame], str]] = {
-    GridFormat.JSON: to_json,
-    GridFormat.CSV: to_csv,
-    GridFormat.MARKDOWN: to_markdown,
-    GridFormat.LATEX: to_latex,
-}
-
-
-def finished_rows(rows: pd.DataFrame, subject: str) -> pd.DataFrame:
-    """The trials whose runs finished, the only ones a table averages.
-
-    Raises:
-        ApiError: ``no_results`` when there are none yet, naming ``subject``
-            (``"sweep 'sw-1'"``).
-    """
-    finished = rows[rows["status"] == "FINISHED"] if "status" in rows else rows.iloc[0:0]
-    if finished.empty:
-        raise ApiError("no_results", f"{subject} has no finished trials yet")
-    return finished
-
-
-def build_table(
-    rows: pd.DataFrame,
-    rows_key: str | None,
-    cols_key: str | None,
-    metric: str,
-    title: str | None = None,
-) -> pd.DataFrame:
-    """``paper_table`` of ``rows`` (finished trials): mean, std and count over seeds,
-    the delta against ``ce`` with the paired tests' marks where the rows are losses
-    holding it; unset keys take the paper's layout; ``title`` names the sweep(s).
-
-    Raises:
-        ApiError: ``invalid_request`` naming the valid columns for an unknown key or
-            metric, or the same key for rows and columns.
-    """
-    inferred_rows, inferred_cols, _ = infer_layout(rows)
-    rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
-    _check_columns(rows, rows_key, cols_key, metric)
-    return paper_table(rows, metric, rows_key, cols_key, title=title)
-
-
-def grid_of(
-    trials: pd.DataFrame,
-    subject: str,
-    title: str,
-    rows_key: str | None = None,
-    cols_key: str | None = None,
-    metric: str = "eval_f1",
-    random_sampling: bool = False,
-) -> pd.DataFrame:
-    """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
-    or several, ``subject`` in messages), titled ``title``, the failed ones listed.
-    Stage-1 trials (``stage == "tune"``) are not in it: they give the budget curves it
-    carries, read as random draws where ``random_sampling`` (``stage_one_is_random``).
-
-    Raises:
-        ApiError: ``no_results`` before any trial (of the final stage) finished; what
-            ``build_table`` raises.
-    """
-    finished = finished_rows(trials, subject)
-    reported = final_rows(finished)
-    if reported.empty:
-        raise ApiError("no_results", f"{subject} has no finished final-stage trials yet")
-    table = build_table(reported, rows_key, cols_key, metric, title)
-    table = with_budget_curves(table, finished, random_sampling)
-    return with_failures(table, failed_trials(trials))
-
-
-def _check_columns(rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str) -> None:
-    groupable = sorted(column for column in rows.columns if column not in NOT_GROUPABLE)
-    metrics = [name for name in METRICS if name in rows.columns and rows[name].notna().any()]
-    problems = []
-    for name, value, valid in (("rows", rows_key, groupable), ("cols", cols_key, groupable)):
-        if value not in valid:
-            problems.append((name, f"unknown column {value!r}; valid: {', '.join(valid)}"))
-    if rows_key == cols_key:
-        problems.append(("cols", f"rows and cols are both {rows_key!r}; pick two columns"))
-    if metric not in metrics:
-        problems.append(("metric", f"unknown metric {metric!r}; valid: {', '.join(metrics)}"))
-    if problems:
-        details = [
-            {"loc": ["query", name], "msg": msg, "type": "value_error"} for name, msg in problems
-        ]
-        raise ApiError("invalid_request", details)
 
 
 class PngRenderer:
@@ -189,5 +89,5 @@ async def grid_response(table: pd.DataFrame, fmt: GridFormat, renderer: PngRende
     if fmt is GridFormat.PNG:
         content = await asyncio.wrap_future(renderer.png(table))
         return Response(content, media_type=MEDIA_TYPES[fmt])
-    text = await run_in_threadpool(_TEXT_RENDERERS[fmt], table)
+    text = await run_in_threadpool(TEXT_RENDERERS[fmt.value], table)
     return Response(text, media_type=MEDIA_TYPES[fmt])

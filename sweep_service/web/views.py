@@ -15,11 +15,10 @@ from search_spaces.errors import SpecError
 from search_spaces.reports import degenerate_reason, loss_label, to_html
 from search_spaces.resolve import validate_spec
 from search_spaces.spec import expand_losses
-from sweep_service.api.errors import ApiError
-from sweep_service.api.grid import grid_of
 from sweep_service.api.schemas import TrialCounts
 from sweep_service.api.trials import count_states, run_url, trial_counts
 from sweep_service.store import Sweep
+from sweep_service.tables import GridQueryError, NoResultsError, grid_of
 
 RUNNING = "RUNNING"
 
@@ -149,7 +148,7 @@ def grid_html(
     try:
         table = grid_of(rows, "the sweep", title, metric=metric, random_sampling=random_sampling)
         return to_html(table)
-    except ApiError:  # no finished trial yet, or none reports the metric
+    except (NoResultsError, GridQueryError):  # none finished, or none reports the metric
         return None
 
 

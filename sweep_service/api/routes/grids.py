@@ -19,11 +19,11 @@ from sweep_service.api.grid import (
     MAX_MERGED_SWEEPS,
     MEDIA_TYPES,
     GridFormat,
-    grid_of,
     grid_response,
 )
 from sweep_service.api.trials import sweep_trials
 from sweep_service.store import get_sweep
+from sweep_service.tables import grid_of
 
 router = APIRouter(prefix="/grid", tags=["sweeps"], responses=documented(COMMON_ERRORS))
 

@@ -21,7 +21,7 @@ from sweep_service.api.deps import (
     TrackingDep,
 )
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
-from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_of, grid_response
+from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_response
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
 from sweep_service.api.schemas import (
@@ -46,6 +46,7 @@ from sweep_service.store import Sweep, list_sweeps
 from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from sweep_service.tables import grid_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], responses=documented(COMMON_ERRORS))
 NOT_FOUND = {404: "no such sweep, or another owner's"}
