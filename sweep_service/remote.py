@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweep_service.client import Client, Sweep
-
-NO_TRIAL_LEARNED = "no trial learned"  # no best: every scored trial is degenerate
+from sweep_service.progress_bar import NO_TRIAL_LEARNED, TrialsBar
 
 
 def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
@@ -60,47 +59,14 @@ def submit(spec: dict[str, Any], wait: bool, as_json: bool = False) -> int:
     return 0 if final["status"] == "succeeded" else 1
 
 
-def state_line(sweep: dict[str, Any]) -> str:
-    """``running (stage tune): 1 done, 1 running, 0 failed, best eval_f1 84.21``."""
-    counts = sweep["trials"]
-    best = sweep.get("best_trial")
-    tuning = sweep.get("tuning")  # a two-stage sweep: which stage runs
-    stage = f" (stage {tuning['stage']})" if tuning else ""
-    state = f"{sweep['status']}{stage}: {counts['done']} done, {counts['running']} running, "
-    state += f"{counts['failed']} failed"
-    if counts.get("stopped"):
-        state += f", {counts['stopped']} stopped"
-    if best:
-        state += f", best eval_f1 {best['eval_f1']:.2f}"
-    elif counts["done"]:
-        state += f", {NO_TRIAL_LEARNED}"
-    return state
-
-
 def follow(sweep: Sweep) -> dict[str, Any]:
-    """Poll the sweep until it has finished, with a progress bar on a terminal and a
-    line per change otherwise; returns its last state."""
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
+    """Poll the sweep until it has finished, with ``Sweep.wait``'s bar on a terminal and
+    a line per change otherwise; returns its last state."""
     interactive = sys.stdout.isatty()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[state]}"),
-    )
-    last_line = ""
-    with Progress(*columns, disable=not interactive, transient=False) as progress:
-        task = progress.add_task("trials", total=sweep.info["trial_count"], state="")
+    total = int(sweep.info["trial_count"])
+    with TrialsBar(total, enabled=interactive, lines=not interactive) as bar:
         for state in sweep.states():
-            line = state_line(state)
-            counts = state["trials"]
-            ended = counts["done"] + counts["failed"] + counts.get("stopped", 0)
-            progress.update(task, completed=ended, state=line)
-            if not interactive and line != last_line:
-                print(line, flush=True)
-                last_line = line
+            bar.show(state)
     return sweep.info
 
 
