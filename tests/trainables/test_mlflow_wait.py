@@ -4,7 +4,10 @@ connections until the test opens it."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,14 +19,16 @@ from mlflow.tracking import MlflowClient
 from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
+from sweep_service.failures import driver_failure
 from sweep_service.notices import current_notice
-from tests.tcp_proxy import TcpProxy
+from tests.tcp_proxy import TcpProxy, free_port
 from tests.trainables.test_tracking_outage import mlflow_server  # noqa: F401 (a fixture)
 from trainables.driver.exits import EXIT_CRASHED, EXIT_NO_TRACKING, run_declared
 from trainables.driver.mlflow_wait import TrackingAwayError
 from trainables.driver.parent import open_tracking
 
 SWEEP = "sw-wait0000000000001"
+DRIVER = [sys.executable, "-m", "trainables.driver"]
 
 
 def clock_s(clock: str) -> int:
@@ -123,3 +128,35 @@ def test_an_unforeseen_error_exits_with_its_own_code_not_trials_failed() -> None
     with pytest.raises(SystemExit) as exiting:
         run_declared(main)
     assert exiting.value.code == EXIT_CRASHED != 1
+
+
+def test_a_driver_process_that_never_reaches_mlflow_exits_5_saying_why(
+    datasets_dir: Path, short_home: Path
+) -> None:
+    port = free_port()  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DICESWEEP_", "RAY_"))}
+    env.update(
+        DICESWEEP_HOME=str(short_home),
+        DICESWEEP_DATASETS_DIR=str(datasets_dir),
+        DICESWEEP_MLFLOW_TRACKING_URI=f"http://127.0.0.1:{port}",
+        DICESWEEP_MLFLOW_OUTAGE_S="4",
+    )
+    driver = subprocess.run(
+        [*DRIVER, "--preset", "smoke", "--sweep-id", SWEEP, "--num-cpus", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert driver.returncode == EXIT_NO_TRACKING, driver.stderr[-3000:]
+    assert f"sweep {SWEEP}: waiting for MLflow since " in driver.stderr
+    ray_message = (  # Ray's, for the driver's job
+        "Job entrypoint command failed with exit code 5, last available logs (truncated "
+        f"to 20,000 chars):\n{driver.stderr}"
+    )
+    assert re.fullmatch(
+        rf"exit code 5: TrackingAwayError: MLflow at http://127.0.0.1:{port} did not answer "
+        r"from \d\d:\d\d:\d\d UTC for 4 s \(DICESWEEP_MLFLOW_OUTAGE_S\)",
+        driver_failure(ray_message),
+    ), driver.stderr[-3000:]
