@@ -104,7 +104,9 @@ def test_a_worker_killed_as_by_the_kernels_oom_killer_names_that_cause(
     pid = ray.get(trial.pid.remote())
     sleeping = trial.sleep.remote()
     os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer sends
-    reason = failure_reason(error_of(sleeping))
+    died = error_of(sleeping)
+    reason = failure_reason(died)
+    assert failure_reason(str(died)) == reason  # from Tune's error file's text too
     assert re.fullmatch(
         rf"worker process died unexpectedly on node \S+ \(pid {pid}\): most often the "
         rf"kernel's OOM killer \(out of memory\); look for \"Killed process {pid}\" in "
