@@ -32,13 +32,14 @@ from torch import nn
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from search_spaces.sections import TrainingSpec
+from trainables.checkpoints import CHECKPOINT_FILE as CHECKPOINT_FILE  # re-exported
+from trainables.checkpoints import load_checkpoint, save_checkpoint
 from trainables.losses import build_loss
 from trainables.modeling import TINY_BERT
 from trainables.precision import Resolved, autocast, batch_loss, grad_scaler, resolve
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
-CHECKPOINT_FILE = "state.pt"
 # Why a trial ends itself; the driver tags a run stopped by the scheduler "scheduler".
 StopReason = Literal["epochs", "max_steps", "early_stopping"]
 
@@ -175,51 +176,6 @@ def evaluate(
     return {f"eval_{name}": value for name, value in metrics.items()}
 
 
-def save_checkpoint(
-    folder: Path,
-    model: nn.Module,
-    optimizer: Any,
-    scheduler: Any,
-    progress: Progress,
-    finished: bool = False,
-    scaler: torch.amp.GradScaler | None = None,
-) -> None:
-    """The trial's state after an evaluation. A ``finished`` trial keeps only what its
-    results need (the fine-tuned weights and its progress): its optimiser state (twice
-    the model's size with AdamW), scheduler and random states would never be read
-    again, and a sweep keeps one checkpoint per trial (docs/deploy.md, storage)."""
-    state: dict[str, Any] = {"model": model.state_dict(), "progress": progress.__dict__}
-    if not finished:
-        state.update(
-            optimizer=optimizer.state_dict(),
-            scheduler=scheduler.state_dict(),
-            rng=torch.get_rng_state(),
-            cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            scaler=None if scaler is None else scaler.state_dict(),  # fp16's loss scale
-        )
-    torch.save(state, folder / CHECKPOINT_FILE)
-
-
-def load_checkpoint(
-    folder: Path,
-    model: nn.Module,
-    optimizer: Any,
-    scheduler: Any,
-    scaler: torch.amp.GradScaler | None = None,
-) -> Progress:
-    state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
-    model.load_state_dict(state["model"])
-    if "optimizer" in state:  # a finished trial's checkpoint has none: nothing is left to train
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        if scaler is not None and state.get("scaler") is not None:
-            scaler.load_state_dict(state["scaler"])
-    return Progress(**state["progress"])
-
-
 def fit(
     data: TrialData,
     model_name: str,
@@ -252,7 +208,7 @@ def fit(
     progress = Progress()
     resumed = reporter.latest_checkpoint()
     if resumed is not None:
-        progress = load_checkpoint(resumed, model, optimizer, scheduler, scaler)
+        progress = Progress(**load_checkpoint(resumed, model, optimizer, scheduler, scaler))
     model.train()
     last: dict[str, Any] = {}
     started = time.perf_counter()
@@ -297,8 +253,9 @@ def fit(
                     last = final_metrics(last, progress, training, metric)
                 with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
                     finished = progress.stop_reason is not None
+                    state = progress.__dict__
                     save_checkpoint(
-                        Path(folder), model, optimizer, scheduler, progress, finished, scaler
+                        Path(folder), model, optimizer, scheduler, state, finished, scaler
                     )
                     reporter.report(last, Path(folder))
                 if progress.stop_reason is not None:

@@ -188,7 +188,7 @@ class TerminalReporter:
         self._bar: Any = None
 
     def latest_checkpoint(self) -> Path | None:
-        from trainables.loop import CHECKPOINT_FILE
+        from trainables.checkpoints import CHECKPOINT_FILE
 
         folder = self.output_dir / "checkpoint"
         if self.resume and (folder / CHECKPOINT_FILE).exists():
@@ -197,7 +197,7 @@ class TerminalReporter:
         return None
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
-        from trainables.loop import CHECKPOINT_FILE
+        from trainables.checkpoints import CHECKPOINT_FILE
 
         target = self.output_dir / "checkpoint"
         target.mkdir(parents=True, exist_ok=True)
