@@ -11,6 +11,8 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import psutil
 import pytest
@@ -26,25 +28,43 @@ MONITOR_KILL = re.compile(
     r"out of memory on node \S+ \([\d.]+GB used of a [\d.]+GB limit\), "
     r"killed by Ray's memory monitor"
 )
+pytestmark = pytest.mark.slow  # a Ray head per test, workers killed: ~50 s
 HEADROOM_BYTES = 1_500_000_000  # the workers may use this much more than now
 
 
-@pytest.fixture(scope="module")
-def low_memory_ray() -> Iterator[None]:
-    """A local Ray head whose memory monitor kills a worker once the machine uses
-    ``HEADROOM_BYTES`` more than when it started."""
+@contextmanager
+def local_head(memory_threshold: float | None = None) -> Iterator[None]:
+    """A local Ray head of its own; its memory monitor kills a worker once the node's
+    memory use passes ``memory_threshold`` (a fraction), Ray's default when None."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    memory = psutil.virtual_memory()
-    threshold = (memory.total - memory.available + HEADROOM_BYTES) / memory.total
     with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
         env.delenv("RAY_TMPDIR", raising=False)
         env.setenv("RAY_AUTH_MODE", "disabled")
-        env.setenv("RAY_memory_usage_threshold", f"{threshold:.4f}")  # read by its raylet
-        env.setenv("RAY_memory_monitor_refresh_ms", "100")
+        if memory_threshold is not None:  # read by its raylet
+            env.setenv("RAY_memory_usage_threshold", f"{memory_threshold:.4f}")
+            env.setenv("RAY_memory_monitor_refresh_ms", "100")
         isolate_ray(home)
         ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+        try:
+            yield
+        finally:
+            ray.shutdown()
+
+
+@pytest.fixture
+def low_memory_ray() -> Iterator[None]:
+    """A head whose memory monitor kills a worker once the machine uses
+    ``HEADROOM_BYTES`` more than now (a test's own: others' use moves on)."""
+    memory = psutil.virtual_memory()
+    with local_head((memory.total - memory.available + HEADROOM_BYTES) / memory.total):
         yield
-        ray.shutdown()
+
+
+@pytest.fixture
+def plain_ray() -> Iterator[None]:
+    """A head whose memory monitor keeps Ray's default threshold."""
+    with local_head():
+        yield
 
 
 def eat_memory() -> int:
@@ -98,7 +118,7 @@ def test_a_task_the_memory_monitor_kills_is_named_out_of_memory(low_memory_ray: 
 
 
 def test_a_worker_killed_as_by_the_kernels_oom_killer_names_that_cause(
-    low_memory_ray: None,
+    plain_ray: None,
 ) -> None:
     trial = Trial.remote()  # type: ignore[attr-defined]
     pid = ray.get(trial.pid.remote())
@@ -115,7 +135,43 @@ def test_a_worker_killed_as_by_the_kernels_oom_killer_names_that_cause(
     ), reason
 
 
-def test_an_actor_killed_on_purpose_stays_as_it_was(low_memory_ray: None) -> None:
+def memory_cgroup(limit_bytes: int) -> Path | None:
+    """A new memory cgroup (v1) under this process's, limited to ``limit_bytes``, or
+    None where this process may not make one (not root, no v1 memory controller)."""
+    lines = Path("/proc/self/cgroup").read_text().splitlines()
+    own = next((line.split(":", 2)[2] for line in lines if line.split(":")[1] == "memory"), None)
+    root = Path("/sys/fs/cgroup/memory")
+    if own is None or not os.access(root / own.lstrip("/"), os.W_OK):
+        return None
+    group = root / own.lstrip("/") / f"dicesweep-oom-{os.getpid()}"
+    try:
+        group.mkdir()
+        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    except OSError:
+        return None
+    return group
+
+
+def test_a_worker_the_kernels_oom_killer_kills_names_that_cause(plain_ray: None) -> None:
+    trial = Trial.remote()  # type: ignore[attr-defined]
+    pid = ray.get(trial.pid.remote())
+    # Far below the memory monitor's threshold: the kernel kills first, as in a
+    # container whose memory limit is lower than the node's.
+    rss = psutil.Process(pid).memory_info().rss
+    group = memory_cgroup(rss + HEADROOM_BYTES // 5)
+    if group is None:
+        pytest.skip("no memory cgroup can be made here (root and cgroup v1 needed)")
+    try:
+        (group / "cgroup.procs").write_text(str(pid))
+        reason = failure_reason(error_of(trial.eat.remote()))
+        assert (group / "memory.oom_control").read_text().split()[-1] != "0"  # the kernel's kill
+    finally:
+        group.rmdir()
+    assert reason.startswith("worker process died unexpectedly on node "), reason
+    assert f"(pid {pid}): most often the kernel's OOM killer (out of memory)" in reason
+
+
+def test_an_actor_killed_on_purpose_stays_as_it_was(plain_ray: None) -> None:
     trial = Trial.remote()  # type: ignore[attr-defined]
     ray.get(trial.pid.remote())
     sleeping = trial.sleep.remote()
