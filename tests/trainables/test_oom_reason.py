@@ -1,7 +1,9 @@
 """A trial killed for memory says so, from what Ray records of a real kill: a Ray
 worker made to run out of memory under a local head whose memory monitor's threshold
-sits just above what the machine uses now, and a worker process SIGKILLed as the
-kernel's OOM killer does (Ray can only guess at that cause, and the reason says so)."""
+sits just above what the machine uses now; a worker put in a memory cgroup below
+what it allocates, which the kernel's OOM killer kills (where this process may make
+one); and a worker process SIGKILLed as that killer does (Ray records only the death,
+and the reason says so)."""
 
 from __future__ import annotations
 
