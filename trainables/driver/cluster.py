@@ -3,9 +3,10 @@ what it can tell about a sweep's trials."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,24 @@ def count_unfinished(experiment_path: str, expected: int) -> int:
     trials = ExperimentAnalysis(experiment_path).trials
     ended = sum(trial.status in ("TERMINATED", "ERROR") for trial in trials)
     return max(expected, len(trials)) - ended
+
+
+def with_configs(results: Iterable[Any], experiment_path: str) -> list[Any]:
+    """Tune's ``results`` (``Result``s of the experiment at ``experiment_path``), each
+    with its trial's config. A ``Result`` takes its config from the trial's last report:
+    a trial that never reported (killed for memory at its start, on every try) has none
+    there, only in the experiment's state, where this reads it."""
+    results = list(results)
+    if all(result.config is not None for result in results):
+        return results
+    from ray.tune import ExperimentAnalysis
+
+    configs = {trial.trial_id: trial.config for trial in ExperimentAnalysis(experiment_path).trials}
+    completed = []
+    for result in results:
+        metrics = result.metrics or {}
+        config = configs.get(str(metrics.get("trial_id")))
+        if result.config is None and config is not None:
+            result = dataclasses.replace(result, metrics={**metrics, "config": config})
+        completed.append(result)
+    return completed

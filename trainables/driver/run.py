@@ -39,7 +39,7 @@ from search_spaces.spec import SweepSpec
 from search_spaces.spec_file import SpecFileError
 from search_spaces.tuning import Stage
 from search_spaces.versions import submitter_skew
-from trainables.driver.cluster import await_capacity, count_unfinished, start_ray
+from trainables.driver.cluster import await_capacity, count_unfinished, start_ray, with_configs
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
 from trainables.driver.progress import ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
@@ -152,9 +152,11 @@ def run(
         results = tuner.fit()
     logger.flush()  # the trial runs are complete before they are read or stopped
     # The experiment's URI as configured: Tune's own path drops an s3:// scheme.
-    unfinished = count_unfinished(experiment_path(settings.storage_path, sweep_id, stage), expected)
+    path = experiment_path(settings.storage_path, sweep_id, stage)
+    unfinished = count_unfinished(path, expected)
     if unfinished:
         return interrupted(client, experiment, parent, sweep_id, unfinished)
+    results = with_configs(results, path)
     # What an outage or a dead driver left unwritten, from Tune's own results.
     repaired = logger.backfill([*stage_one, *results])
     if repaired:

@@ -18,7 +18,7 @@ from search_spaces.resolve import stage_counts, trial_count
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
 from search_spaces.tuning import Stage, choose_settings, stage_one_settings, tune_method
-from trainables.driver.cluster import count_unfinished
+from trainables.driver.cluster import count_unfinished, with_configs
 from trainables.driver.progress import SweepProgress
 from trainables.driver.recovery import CheckpointRepair
 from trainables.driver.reports import announce_choices
@@ -54,10 +54,10 @@ def build_tuner(
         # The experiment keeps its callbacks: the progress display (with the sweep's
         # first start) and the trial logger.
         print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        # An errored trial runs again only where the spec allows a retry: with
-        # max_failures 0 its one failure is final, a resumed driver's too.
-        retry = spec.max_failures > 0
-        return tune.Tuner.restore(path, trainable=trainable, resume_errored=retry)
+        # Tune leaves a trial errored only once it used up its retries (max_failures;
+        # a retry in progress is pending): its failure is final, a resumed driver's
+        # too, and it keeps its error (Tune's default, resume_errored=False).
+        return tune.Tuner.restore(path, trainable=trainable)
     if stage is None:
         param_space = to_param_space(spec, sweep_id=sweep_id)
     else:
@@ -136,7 +136,8 @@ def run_stage_one(
     expected = stage_counts(spec)["tune"]
     if tune.Tuner.can_restore(path) and not count_unfinished(path, expected):
         print(f"sweep {sweep_id}: stage 1 done, read back from {path}", file=sys.stderr)
-        return list(tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results())
+        restored = tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results()
+        return with_configs(restored, path)
     mark_stage(client, parent, "tune")
     client.set_tag(parent, TUNE_METHOD_TAG, tune_method(spec.tune))
     tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at, "tune")
@@ -145,7 +146,7 @@ def run_stage_one(
     unfinished = count_unfinished(path, expected)
     if unfinished:
         raise StageInterrupted(unfinished)
-    return list(results)
+    return with_configs(results, path)
 
 
 def mark_stage(

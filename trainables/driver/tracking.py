@@ -316,9 +316,20 @@ class TrialLogger(Callback):  # type: ignore[misc]
 
 def latest_error(trial: Any) -> BaseException | str | None:
     """The error the trial just raised: Ray writes it beside the trial on this node
-    before the hook runs and copies it to the storage path later."""
+    before the hook runs and copies it to the storage path later. Ray pickles only
+    its task and actor errors (an ``OutOfMemoryError`` it writes as text alone), and
+    keeps a pickle from an earlier try: the pickle counts only where it is the error
+    the text file ends with, else that last failure's text is the error."""
+    text_file = trial.error_file
+    latest = None
+    if text_file and Path(text_file).exists():
+        # "Failure # 2 (occurred at ...)\n<str(error)>\n", appended at every failure
+        latest = Path(text_file).read_text().rsplit("Failure # ", 1)[-1].partition("\n")[2]
     local = trial.pickled_error_file
     if local and Path(local).exists():
         error: BaseException = cloudpickle.loads(Path(local).read_bytes())
-        return error
+        if latest is None or str(error).strip() in latest:
+            return error
+    if latest:
+        return latest
     return trial.get_pickled_error() or trial.get_error()
