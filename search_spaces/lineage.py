@@ -77,6 +77,8 @@ STOP_TAG = "dicesweep.stop_reason"
 NODE_TAG = "dicesweep.node_id"
 HOSTNAME_TAG = "dicesweep.hostname"
 NODE_IP_TAG = "dicesweep.node_ip"
+# What a trial trained in, as it resolved training.precision on its device (fp32, bf16, fp16).
+PRECISION_TAG = "dicesweep.precision"
 # On a parent: how many data sets the sweep covers; with more than one, each trial's
 # run name ends with its data set.
 DATASET_COUNT_TAG = "dicesweep.dataset_count"

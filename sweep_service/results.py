@@ -12,6 +12,7 @@ from search_spaces.lineage import (
     EXPERIMENT,
     FAILURE_TAG,
     LOSS_LABEL_TAG,
+    PRECISION_TAG,
     ROLE_TAG,
     STAGE_TAG,
     STOP_TAG,
@@ -63,6 +64,8 @@ def trial_rows(
             "stop_reason": tags.get(STOP_TAG),  # FINISHED only: epochs, max_steps, ...
             "run_id": run.info.run_id,
         }
+        if PRECISION_TAG in tags:  # what it trained in (fp32, bf16, fp16), where it said
+            row["precision"] = tags[PRECISION_TAG]
         row.update(
             {
                 f"param_{key[len('loss.') :]}": _value(value)

@@ -18,6 +18,7 @@ from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
+from sweep_service.results import trial_rows
 from trainables.driver.parent import open_tracking, parent_run_name
 from trainables.driver.tracking import TrialLogger
 
@@ -163,8 +164,10 @@ def test_a_trial_run_records_the_ray_node_of_its_latest_attempt(
     logger = TrialLogger(link, client)
     config = trial_config(spec, sweep_id, {"name": "ce"})
     first = {"step": 4, "eval_f1": 70.0, "node_id": "a1" * 28, "hostname": "ray-worker-1"}
-    logger.log_result("t1", config, {**first, "node_ip": "172.20.0.5"})
+    logger.log_result("t1", config, {**first, "node_ip": "172.20.0.5", "precision": "bf16"})
     run = client.get_run(logger.run_id("t1", config))
+    assert run.data.tags["dicesweep.precision"] == "bf16"  # what it trained in, read back:
+    assert trial_rows(client, sweep_id)["precision"].tolist() == ["bf16"]
     assert run.data.tags["dicesweep.node_id"] == "a1" * 28
     assert run.data.tags["dicesweep.hostname"] == "ray-worker-1"
     assert run.data.tags["dicesweep.node_ip"] == "172.20.0.5"

@@ -28,6 +28,7 @@ from search_spaces.lineage import (
     HOSTNAME_TAG,
     NODE_IP_TAG,
     NODE_TAG,
+    PRECISION_TAG,
     STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
@@ -173,12 +174,15 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.client.log_batch(run_id, metrics=batch)
 
     def log_node(self, trial_id: str, run_id: str, result: Mapping[str, Any]) -> None:
-        """Tag the run with the Ray node (id, host name, IP) that reported ``result``, when
-        it is new for the trial: a trial retried elsewhere shows its latest node."""
+        """Tag the run with the Ray node (id, host name, IP) that reported ``result`` and
+        the precision the trial trains in there, when the node is new for the trial: a
+        trial retried elsewhere shows its latest node."""
         node = {
             NODE_TAG: str(result.get("node_id", "")),
             HOSTNAME_TAG: str(result.get("hostname", "")),
             NODE_IP_TAG: str(result.get("node_ip", "")),
+            # What the trial trains in on that node (a string: never a metric).
+            PRECISION_TAG: str(result.get("precision", "")),
         }
         if not node[NODE_TAG] or self._nodes.get(trial_id) == node[NODE_TAG]:
             return
