@@ -47,8 +47,10 @@ def _init(ray: Any, settings: DicesweepSettings, num_cpus: int | None) -> None:
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
 
 
-# The driver's exit codes that concern the cluster (the others: 0 done, 1 some trials
-# failed, 2 invalid spec, 3 the service's release differs, 130 interrupted).
+# The driver's exit codes that concern the cluster (the others, ``trainables.driver.exits``:
+# 0 done; 1 some trials failed and 2 invalid spec, the only final ones; 3 the service's
+# release differs; 5 MLflow did not answer within DICESWEEP_MLFLOW_OUTAGE_S; 70 an
+# error the driver did not foresee; 130 interrupted).
 # 2 also when no node the cluster can ever have holds one trial (a final answer);
 # 4 when no node that holds one joined within ``cluster_wait_s``: nodes may still
 # join, so the service submits the sweep again (``sweep_service.reconciler``).

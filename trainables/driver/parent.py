@@ -82,7 +82,7 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
     from mlflow.entities import Param, RunStatus
     from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME, MLFLOW_RUN_NOTE
 
-    from trainables.driver.tracking import find_run
+    from trainables.driver.trial_runs import find_run
 
     tags = {SWEEP_TAG: sweep_id, ROLE_TAG: "sweep"}
     existing = find_run(client, experiment, tags)

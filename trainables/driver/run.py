@@ -130,7 +130,7 @@ def run(
         return refused
     from trainables.driver.tracking import TrialLogger
 
-    logger = TrialLogger(link, client)
+    logger = TrialLogger(link, client, outage_s=settings.mlflow_outage_s)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
     chosen: dict[str, dict[str, Any]] = {}
     stage_one: list[Any] = []
