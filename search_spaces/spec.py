@@ -103,6 +103,7 @@ class SweepSpec(Section):
         _check_metric(self)
         _check_scheduler(self)
         _check_tune(self)
+        _check_precision(self)
         check_background(self.task, self.search_space.losses)
         return self
 
@@ -186,6 +187,18 @@ def _check_scheduler(spec: SweepSpec) -> None:
             f"{scheduler.kind} with grace_period {scheduler.grace_period} can stop nothing in "
             f"{epochs} epochs evaluated once each: use grace_period < epochs or fifo",
             "scheduler.grace_period",
+        )
+
+
+def _check_precision(spec: SweepSpec) -> None:
+    # fp16 autocast and its gradient scaler run on a CUDA GPU only (trainables.precision):
+    # a trial that reserves none would fail at its start. Whether the cluster has a GPU
+    # node is the service's check at submission (api/operations.py::precision_issues).
+    if spec.training.precision == "fp16" and spec.resources.gpus_per_trial == 0:
+        raise rule_error(
+            "fp16 needs a GPU: a trial reserves none (set resources.gpus_per_trial above 0);"
+            " on CPUs use bf16 or fp32",
+            "training.precision",
         )
 
 

@@ -91,12 +91,10 @@ def precision_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> l
     GPU node (``nodes`` as ``resource_issues`` takes them), would fail at its start."""
     if spec.training.precision != "fp16":
         return []
-    if spec.resources.gpus_per_trial == 0:
-        rule = "a trial reserves none (set resources.gpus_per_trial above 0)"
-    elif nodes is not None and not any(node.get("GPU", 0.0) > 0 for node in nodes):
-        rule = "no node of the cluster has one"
-    else:
+    # A trial that reserves no GPU is refused by the spec's own rules (spec.py).
+    if nodes is None or any(node.get("GPU", 0.0) > 0 for node in nodes):
         return []
+    rule = "no node of the cluster has one"
     return [SpecIssue("training.precision", f"fp16 needs a GPU: {rule}; on CPUs use bf16 or fp32")]
 
 

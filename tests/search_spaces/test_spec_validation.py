@@ -292,6 +292,12 @@ INVALID = {
         "training.min_delta",
         "Input should be greater than or equal to 0",
     ),
+    # Caught before any trial starts, `dicesweep run` included (not only by the service).
+    "fp16 on a trial without a GPU": (
+        {"training": {"precision": "fp16"}},
+        "training.precision",
+        "fp16 needs a GPU: a trial reserves none (set resources.gpus_per_trial above 0)",
+    ),
 }
 
 
