@@ -20,17 +20,20 @@ RUN sh /tmp/python-base.sh && rm /tmp/python-base.sh \
     && chown -R mlflow:mlflow /var/lib/mlflow && chmod 700 /var/lib/mlflow/auth
 COPY --from=build /opt/mlflow /opt/mlflow
 COPY mlflow-auth.sh /usr/local/bin/mlflow-auth
-# MLFLOW_WORKERS: the server's worker processes (about 250 MB each). uvicorn's
+# MLFLOW_WORKERS: the server's worker processes (about 280 MB each). uvicorn's
 # supervisor kills and restarts a worker that misses its ping for
 # --timeout-worker-healthcheck seconds (5 by default): on a loaded 2-core host a busy
-# or starting worker misses it for longer, and restarts only add load. 120 s.
+# or starting worker misses it for longer, and restarts only add load. 120 s. MLflow's
+# job runner (GenAI scorers, trace archival; dicesweep uses none) is off: its eight
+# processes took 1.7 GB beside the workers and slowed every start.
 ENV PATH=/opt/mlflow/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     MLFLOW_HOST=0.0.0.0 \
     MLFLOW_PORT=5000 \
     MLFLOW_ARTIFACTS_DESTINATION=/var/lib/mlflow/artifacts \
     MLFLOW_WORKERS=2 \
-    MLFLOW_UVICORN_OPTS="--timeout-worker-healthcheck 120"
+    MLFLOW_UVICORN_OPTS="--timeout-worker-healthcheck 120" \
+    MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false
 USER mlflow
 WORKDIR /home/mlflow
 EXPOSE 5000
