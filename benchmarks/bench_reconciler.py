@@ -33,7 +33,7 @@ from mlflow.tracking import MlflowClient
 
 from docs_table import machine_description, write_section
 from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
-from search_spaces.resolve import resolve_spec
+from search_spaces.resolve import resolve_submission
 from sweep_service import store
 from sweep_service.progress import read_progress
 from sweep_service.reconciler import Reconciler
@@ -113,7 +113,7 @@ def main() -> None:
             store.upgrade(url)
             sessions = store.create_session_factory(store.create_engine_for(url))
             spec = {"extends": "smoke"}
-            draft = SweepDraft.from_spec(spec, resolve_spec(spec))
+            draft = SweepDraft.from_spec(spec, resolve_submission(spec))
             with sessions() as session:
                 owner = store.create_owner(session, "scale", max_concurrent_sweeps=100_000)
                 made = [store.create_sweep(session, owner.id, draft) for _ in range(args.sweeps)]

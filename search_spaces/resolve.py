@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -55,6 +55,23 @@ class PresetInfo(BaseModel):
     name: str
     description: str
     trial_count: int
+
+
+class Resolved(NamedTuple):
+    """A submission resolved: its spec and how many trials it runs (both stages)."""
+
+    spec: SweepSpec
+    trials: int
+
+
+def resolve_submission(
+    data: Mapping[str, Any], *, max_trials: int = DEFAULT_MAX_TRIALS
+) -> Resolved:
+    """``resolve_spec`` with the trial count it checked against ``max_trials``: what
+    the service stores, so that nothing past this module counts again. Raises
+    SpecError as ``resolve_spec`` does."""
+    spec = resolve_spec(data, max_trials=max_trials)
+    return Resolved(spec, trial_count(spec))
 
 
 def resolve_spec(

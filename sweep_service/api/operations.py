@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from search_spaces.checks import dataset_issues, model_issues, spec_size
 from search_spaces.data_roots import confined_roots
 from search_spaces.errors import SpecError, SpecIssue
-from search_spaces.resolve import resolve_spec
+from search_spaces.resolve import resolve_submission
 from search_spaces.spec import SweepSpec
 from sweep_service.api.errors import ApiError
 from sweep_service.runner import Runner, job_id
@@ -38,7 +38,8 @@ def validate_submission(
             resources per trial that no node of ``runner``'s cluster has.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
-    resolved = resolve_spec(submitted, max_trials=settings.max_trials)
+    submission = resolve_submission(submitted, max_trials=settings.max_trials)
+    resolved = submission.spec
     size = spec_size(resolved)
     if size > settings.max_spec_bytes:
         raise ApiError(
@@ -55,7 +56,7 @@ def validate_submission(
         issues += resource_issues(resolved, runner.nodes())
     if issues:
         raise SpecError(issues)
-    return SweepDraft.from_spec(submitted, resolved)
+    return SweepDraft.from_spec(submitted, submission)
 
 
 def resource_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> list[SpecIssue]:

@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from search_spaces.resolve import trial_count
-from search_spaces.spec import SweepSpec
+from search_spaces.resolve import Resolved
 from sweep_service.store.database import committing
 from sweep_service.store.errors import (
     IdempotencyMismatchError,
@@ -54,15 +53,17 @@ class SweepDraft:
     gpus_per_trial: float
 
     @classmethod
-    def from_spec(cls, submitted: Mapping[str, Any], resolved: SweepSpec) -> SweepDraft:
-        """The draft of ``submitted``, whose resolved and validated form is ``resolved``."""
+    def from_spec(cls, submitted: Mapping[str, Any], resolved: Resolved) -> SweepDraft:
+        """The draft of ``submitted``, whose resolved and validated form (and trial count)
+        is ``resolved`` (``search_spaces.resolve.resolve_submission``)."""
+        spec = resolved.spec
         return cls(
-            name=resolved.name,
-            preset=resolved.extends,
+            name=spec.name,
+            preset=spec.extends,
             spec=dict(submitted),
-            resolved_spec=resolved.model_dump(mode="json"),
-            trial_count=trial_count(resolved),
-            gpus_per_trial=resolved.resources.gpus_per_trial,
+            resolved_spec=spec.model_dump(mode="json"),
+            trial_count=resolved.trials,
+            gpus_per_trial=spec.resources.gpus_per_trial,
         )
 
 

@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from search_spaces.resolve import resolve_spec
+from search_spaces.resolve import resolve_submission
 from sweep_service.api.auth import KEY_COOKIE
 from sweep_service.progress import read_progress
 from sweep_service.store import (
@@ -187,7 +187,8 @@ def test_a_cancelled_sweep_page_says_so_and_lists_what_never_ran(
         "resources": {"gpus_per_trial": 0},
     }
     api = signed_in
-    sweep = create_sweep(session, alice.id, SweepDraft.from_spec(spec, resolve_spec(spec))).sweep
+    draft = SweepDraft.from_spec(spec, resolve_submission(spec))
+    sweep = create_sweep(session, alice.id, draft).sweep
     transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
     transition_sweep(session, sweep.id, SweepStatus.RUNNING)
     # ce reported a mid-run eval_f1 before it was killed: not a score.

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from search_spaces.resolve import resolve_spec
+from search_spaces.resolve import Resolved, resolve_spec, trial_count
 from sweep_service.store import (
     ConflictError,
     IdempotencyMismatchError,
@@ -43,7 +43,7 @@ def _sweep_count(session: Session) -> int:
 
 def test_a_new_sweep_is_pending_with_its_spec(session: Session, alice: Owner) -> None:
     spec = resolve_spec({"extends": "smoke"})
-    draft = SweepDraft.from_spec({"extends": "smoke"}, spec)
+    draft = SweepDraft.from_spec({"extends": "smoke"}, Resolved(spec, trial_count(spec)))
     sweep, created = create_sweep(session, alice.id, draft)
     assert created
     assert sweep.id.startswith("sw-")
