@@ -143,9 +143,9 @@ def scenario(stack: Stack, api: Api, fault: Fault, phases: Phases) -> dict[str, 
         finally:
             fault.undo(stack)
         survived, found = verdict(stack, api, sweep, Expect.of(fault.spec))
-        own = fault.checks(stack, sweep, reasons) if fault.checks else []
-        if own:
-            survived, found = False, "; ".join([*own, found])
+        own, seen = fault.checks(stack, sweep, reasons) if fault.checks else ([], "")
+        survived = survived and not own
+        found = "; ".join(part for part in (*own, found, seen) if part)
         took = time.monotonic() - injected
         print(f"    {sweep}: {state['status']} {took:.0f} s after the fault; {found}")
         if not survived:

@@ -61,8 +61,8 @@ def _nothing(stack: Stack) -> None:
 class Fault:
     """One scenario: ``prepare`` runs before the sweep is submitted, ``inject`` once a
     trial has reported progress (at submission when ``at_submit``), ``undo`` after the
-    sweep ended or the scenario failed; ``checks`` adds the scenario's own problems to
-    the common verdict."""
+    sweep ended or the scenario failed; ``checks`` adds the scenario's own problems
+    and what it saw to the common verdict."""
 
     name: str
     what: str  # the fault, as the table says it
@@ -72,7 +72,7 @@ class Fault:
     undo: Callable[[Stack], object] = _nothing
     at_submit: bool = False
     spec: Mapping[str, Any] = field(default_factory=lambda: SPEC)
-    checks: Callable[[Stack, str, Reasons], list[str]] | None = None
+    checks: Callable[[Stack, str, Reasons], tuple[list[str], str]] | None = None
 
 
 def _pause(stack: Stack, service: str, seconds: int) -> None:

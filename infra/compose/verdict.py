@@ -179,11 +179,13 @@ class Reasons:
         self.read()  # the end state too
 
 
-def oom_problems(stack: Stack, sweep: str, reasons: Reasons) -> list[str]:
+def oom_problems(stack: Stack, sweep: str, reasons: Reasons) -> tuple[list[str], str]:
     """The out-of-memory scenario's own checks: a reason naming out of memory in the API
     and in MLflow, and a trial that was retried (``dicesweep.attempt`` 2 or more) and
-    finished on the worker with room (its run's ``dicesweep.hostname``)."""
+    finished on the worker with room (its run's ``dicesweep.hostname``). Returns the
+    problems and what was seen (the reason, each retried trial's attempts and node)."""
     problems = []
+    named = sorted(r for r in reasons.in_api | reasons.in_mlflow if OOM_WORDS.search(r))
     if not any(OOM_WORDS.search(r) for r in reasons.in_api):
         problems.append(
             f"no reason naming out of memory in the API (seen: {sorted(reasons.in_api)})"
@@ -196,8 +198,12 @@ def oom_problems(stack: Stack, sweep: str, reasons: Reasons) -> list[str]:
     retried = [r for r in runs if int(r["tags"].get("dicesweep.attempt", "1")) >= 2]
     if not retried:
         problems.append("no trial retried")
+    seen = []
     for found in retried:
-        host = found["tags"].get("dicesweep.hostname")
+        tags = found["tags"]
+        host = tags.get("dicesweep.hostname")
+        label = f"{tags.get('dicesweep.loss_label')}/{tags.get('dicesweep.seed')}"
+        seen.append(f"{label} {found['status']} on {host} at attempt {tags['dicesweep.attempt']}")
         if found["status"] != "FINISHED" or host != FREE_WORKER:
-            problems.append(f"the retried trial {found['status']} on {host}, not on {FREE_WORKER}")
-    return problems
+            problems.append(f"{label}, retried, {found['status']} on {host}, not on {FREE_WORKER}")
+    return problems, "; ".join([*(f"reason: {line(r, 160)}" for r in named[:1]), *seen])
