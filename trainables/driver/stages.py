@@ -19,6 +19,7 @@ from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
 from search_spaces.tuning import Stage, choose_settings, stage_one_settings, tune_method
 from trainables.driver.cluster import count_unfinished, with_configs
+from trainables.driver.placement import OomRetryPlacement
 from trainables.driver.progress import SweepProgress
 from trainables.driver.recovery import CheckpointRepair
 from trainables.driver.reports import announce_choices
@@ -72,6 +73,7 @@ def build_tuner(
             SweepProgress(spec.search.metric, total, started_at),
             logger,
             CheckpointRepair(),
+            OomRetryPlacement(),
             CSVLoggerCallback(),
             JsonLoggerCallback(),
         ],
