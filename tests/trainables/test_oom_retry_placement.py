@@ -105,7 +105,8 @@ def test_a_retry_after_an_oom_kill_runs_on_the_other_node(
     said = capsys.readouterr().err
     assert re.search(
         rf"retrying trial {trial_id} away from node \S+ \({first[:8]}\) \(out of memory "
-        rf"there\), on node \S+ \({retry[:8]}\) where it has room",
+        rf"there\), on node \S+ \({retry[:8]}\), or on the first with room should that "
+        "one have none",
         said,
     ), said
 
@@ -207,3 +208,22 @@ def test_the_other_node_is_a_live_one_that_holds_the_trial_with_the_most_room() 
 def test_a_failure_other_than_out_of_memory_steers_no_retry() -> None:
     assert killed_on(ValueError("diverged at step 12")) is None
     assert killed_on(None) is None
+
+
+def test_a_cluster_that_does_not_answer_leaves_the_retry_to_tune(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainables.driver import placement
+
+    def gcs_away() -> list[dict[str, Any]]:
+        raise ConnectionError("GCS unreachable")
+
+    monkeypatch.setattr(placement, "latest_error", lambda trial: "killed")
+    monkeypatch.setattr(placement, "killed_on", lambda error: "5f1c02ab")
+    monkeypatch.setattr(placement, "cluster_nodes", gcs_away)
+    trial = type("Trial", (), {"trial_id": "t_00000"})()
+    OomRetryPlacement().on_trial_recover(0, [trial], trial)  # raises nothing: Tune goes on
+    assert capsys.readouterr().err == (
+        "retrying trial t_00000 wherever Tune places it: its failure's node could not be "
+        "read (ConnectionError: GCS unreachable)\n"
+    )

@@ -108,6 +108,16 @@ class OomRetryPlacement(Callback):
         self.steered: dict[str, list[str]] = {}
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        try:
+            self._steer(trial)
+        except Exception as error:  # the GCS away: Tune's own placement, not a dead driver
+            print(
+                f"retrying trial {trial.trial_id} wherever Tune places it: its failure's "
+                f"node could not be read ({type(error).__name__}: {error})",
+                file=sys.stderr,
+            )
+
+    def _steer(self, trial: Any) -> None:
         node = killed_on(latest_error(trial))
         if node is None:
             return
@@ -127,7 +137,8 @@ class OomRetryPlacement(Callback):
         self.steered.setdefault(trial.trial_id, []).append(address)
         print(
             f"retrying trial {trial.trial_id} away from node {address} (out of memory "
-            f"there), on node {where(nodes, target)} where it has room",
+            f"there), on node {where(nodes, target)}, or on the first with room should "
+            "that one have none",
             file=sys.stderr,
         )
 
