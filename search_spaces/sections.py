@@ -218,12 +218,16 @@ class SearchSpec(Section):
 class SchedulerSpec(Section):
     """Early stopping of trials; times are evaluations (Ray's ``training_iteration``).
 
-    ``asha`` and ``median`` compare the search metric (an eval metric), never the
-    training loss. ``per_loss`` compares a trial only with trials of the same loss
-    name, since the losses learn at different speeds. ``reduction_factor`` is ASHA's.
+    ``asha``, ``halving`` and ``median`` compare the search metric (an eval metric),
+    never the training loss. ``halving`` is synchronous successive halving
+    (``search_spaces.halving``): at ``grace_period × reduction_factor^k`` evaluations
+    every trial waits for the others, then the best ``1/reduction_factor`` go on, so a
+    bad setting stops after its first evaluations whatever order the trials run in.
+    ``per_loss`` compares a trial only with trials of the same loss name, since the
+    losses learn at different speeds. ``reduction_factor`` is ASHA's and halving's.
     """
 
-    kind: Literal["fifo", "asha", "median"] = "fifo"
+    kind: Literal["fifo", "asha", "halving", "median"] = "fifo"
     grace_period: Int = Field(1, ge=1, le=10_000)  # evaluations before a trial may be stopped
     reduction_factor: Float = Field(3.0, gt=1, le=100)
     per_loss: Annotated[bool, Field(strict=True)] = True

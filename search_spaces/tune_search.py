@@ -21,6 +21,7 @@ A spec with ``tune`` runs two ``Tuner``s, one per stage (``search_spaces.tuning`
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.repeater import TRIAL_INDEX
 
 from search_spaces.dataset_refs import DatasetRef
+from search_spaces.halving import SyncHalving
 from search_spaces.loss_entries import (
     Choice,
     LogUniform,
@@ -46,6 +48,7 @@ from search_spaces.loss_entries import (
     canonical_loss,
 )
 from search_spaces.mrc_ner import MrcNerSpec
+from search_spaces.resolve import stage_counts
 from search_spaces.spec import SweepSpec, expand_losses
 from search_spaces.tuning import Stage, loss_key, max_epochs, stage_one_settings
 
@@ -84,9 +87,13 @@ class PerLossScheduler(FIFOScheduler):
     ``TuneConfig`` through ``set_search_properties``.
     """
 
-    def __init__(self, make: Callable[[], TrialScheduler]) -> None:
+    def __init__(
+        self, make: Callable[..., TrialScheduler], group_sizes: dict[str, int] | None = None
+    ) -> None:
         super().__init__()
         self._make = make
+        # Each loss's trial count, for a scheduler that must know it (``SyncHalving``).
+        self._sizes = group_sizes
         self._by_loss: dict[str, TrialScheduler] = {}
         self._properties: tuple[str | None, str | None] = (None, None)
 
@@ -98,7 +105,8 @@ class PerLossScheduler(FIFOScheduler):
     def _scheduler(self, trial: Trial) -> TrialScheduler:
         name = str(trial.config["loss"]["name"])
         if name not in self._by_loss:
-            scheduler = self._make()
+            sizes = {} if self._sizes is None else {"group_size": self._sizes[name]}
+            scheduler = self._make(**sizes)
             scheduler.set_search_properties(*self._properties)
             self._by_loss[name] = scheduler
         return self._by_loss[name]
@@ -117,6 +125,15 @@ class PerLossScheduler(FIFOScheduler):
 
     def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
         self._scheduler(trial).on_trial_remove(tune_controller, trial)
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Trial | None:
+        # Each loss's scheduler says which of its trials may run (halving keeps a trial
+        # paused at its rung until the loss's others reach it).
+        for scheduler in self._by_loss.values():
+            trial = scheduler.choose_trial_to_run(tune_controller)
+            if trial is not None:
+                return trial
+        return None
 
     def debug_string(self) -> str:
         return "\n".join(f"{name}: {s.debug_string()}" for name, s in self._by_loss.items())
@@ -137,10 +154,13 @@ def build_search_alg(spec: SweepSpec) -> Searcher | None:
     return SeedRepeater(OptunaSearch(sampler=sampler), spec.seeds)
 
 
-def build_scheduler(spec: SweepSpec) -> TrialScheduler:
-    """The trial scheduler of ``spec.scheduler``; metric and mode come from ``TuneConfig``."""
+def build_scheduler(spec: SweepSpec, trials: int | None = None) -> TrialScheduler:
+    """The trial scheduler of ``spec.scheduler``; metric and mode come from ``TuneConfig``.
+    ``trials``: how many trials it schedules (default: ``spec``'s without ``tune``), which
+    ``halving`` shares among the loss names."""
     settings = spec.scheduler
-    make: Callable[[], TrialScheduler]
+    sizes: dict[str, int] | None = None
+    make: Callable[..., TrialScheduler]
     if settings.kind == "fifo":
         return FIFOScheduler()
     if settings.kind == "asha":
@@ -154,6 +174,20 @@ def build_scheduler(spec: SweepSpec) -> TrialScheduler:
             grace_period=settings.grace_period,
             reduction_factor=settings.reduction_factor,
         )
+    elif settings.kind == "halving":
+        make = functools.partial(
+            SyncHalving,
+            time_attr=TIME_ATTR,
+            grace_period=settings.grace_period,
+            reduction_factor=settings.reduction_factor,
+            max_running=spec.resources.max_concurrent_trials,
+        )
+        total = trials if trials is not None else stage_counts(spec)["final"]
+        if not settings.per_loss:
+            return make(group_size=total)
+        points = expand_losses(spec)
+        names = Counter(str(loss["name"]) for loss in points)
+        sizes = {name: total * count // len(points) for name, count in names.items()}
     else:
         # Never pause for lack of samples: a paused function trial without a checkpoint
         # would start over; it only stops once below the median.
@@ -164,7 +198,7 @@ def build_scheduler(spec: SweepSpec) -> TrialScheduler:
             min_time_slice=MAX_EVALUATIONS,
         )
     # A partial, not a lambda: Tune pickles the scheduler with the experiment state.
-    return PerLossScheduler(make) if settings.per_loss else make()
+    return PerLossScheduler(make, sizes) if settings.per_loss else make()
 
 
 def tune_num_samples(spec: SweepSpec) -> int:
@@ -184,7 +218,8 @@ def tune_config_kwargs(spec: SweepSpec, stage: Stage = "final") -> dict[str, Any
     elif stage == "tune":
         epochs = max_epochs(spec.tune, spec.training)
         training = spec.training.model_copy(update={"epochs": epochs})
-        scheduler = build_scheduler(spec.model_copy(update={"training": training}))
+        tuned = spec.model_copy(update={"training": training})
+        scheduler = build_scheduler(tuned, trials=stage_counts(spec)["tune"])
     else:
         scheduler = FIFOScheduler()
     return {
@@ -193,7 +228,11 @@ def tune_config_kwargs(spec: SweepSpec, stage: Stage = "final") -> dict[str, Any
         "search_alg": build_search_alg(spec),
         "scheduler": scheduler,
         "num_samples": tune_num_samples(spec),
-        "max_concurrent_trials": spec.resources.max_concurrent_trials,
+        # halving limits the running trials itself (``SyncHalving``): Tune's limit
+        # counts its paused trials too.
+        "max_concurrent_trials": (
+            None if spec.scheduler.kind == "halving" else spec.resources.max_concurrent_trials
+        ),
     }
 
 

@@ -144,6 +144,16 @@ def max_epochs(tune: TuneSpec | None, training: TrainingSpec) -> int:
     return max(int(value) for value in candidates(tune.epochs))
 
 
+def halving_rung(level: int, grace_period: int, reduction_factor: float) -> int:
+    """The evaluations a trial has run when it reaches rung ``level`` (0, 1, ...) of
+    the ``halving`` scheduler: ``grace_period × reduction_factor^level``, rounded, and
+    always past the rung below."""
+    evaluations = grace_period
+    for _ in range(level):
+        evaluations = max(evaluations + 1, round(evaluations * reduction_factor))
+    return evaluations
+
+
 def choose_settings(
     results: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]],
     settings: list[dict[str, Any]],
@@ -156,14 +166,16 @@ def choose_settings(
     trial with the highest ``metric`` among those that are not constant
     (``flags.degenerate_reason``: one prediction for ≥ 99% of the tuning split); where
     every trial of the loss is constant, the best of them (``flags.constant_choices``
-    names such losses from the trial rows). On a tie, the setting listed first. A loss
-    whose every trial failed or reported no ``metric`` has no entry.
+    names such losses from the trial rows). Among those, a trial that ran to its end
+    (its last metrics say why it stopped: ``stop_reason``) beats one a scheduler
+    stopped, whose score is from an earlier rung. On a tie, the setting listed first.
+    A loss whose every trial failed or reported no ``metric`` has no entry.
     """
     names = list(settings[0]) if settings else []
     rank: dict[str, int] = {}
     for index, setting in enumerate(settings):
         rank.setdefault(json.dumps(setting, sort_keys=True), index)
-    best: dict[str, tuple[bool, float, int, dict[str, Any]]] = {}
+    best: dict[str, tuple[bool, bool, float, int, dict[str, Any]]] = {}
     for config, metrics in results:
         value = None if metrics is None else metrics.get(metric)
         if metrics is None or value is None or math.isnan(float(value)):
@@ -171,8 +183,9 @@ def choose_settings(
         setting = {name: config["training"][name] for name in names}
         order = -rank.get(json.dumps(setting, sort_keys=True), len(rank))
         # A trial that learned something beats every constant one, whatever it scored.
-        candidate = (degenerate_reason(metrics) is None, float(value), order)
+        ran_to_end = metrics.get("stop_reason") is not None
+        candidate = (degenerate_reason(metrics) is None, ran_to_end, float(value), order)
         key = loss_key(config["loss"])
-        if key not in best or candidate > best[key][:3]:
+        if key not in best or candidate > best[key][:4]:
             best[key] = (*candidate, setting)
     return {key: setting for key, (*_, setting) in best.items()}

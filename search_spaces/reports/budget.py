@@ -17,6 +17,12 @@ resampling of the grid's scores, and the reports say so.
 per loss label; ``with_budget_curves`` attaches them to a table, whose renderers then
 show the curves' table and one sentence ("dsc overtakes ce at 4 trials"). Without
 stage-1 rows nothing is attached and nothing is shown.
+
+A stage-1 trial that a scheduler stopped (``stop_reason == "scheduler"``: ``halving``
+or ASHA) counts at the score of its last evaluation, at the rung where it stopped:
+below what it would have reached, so the curves are pessimistic where such trials
+weigh (small n). Leaving them out would keep only the survivors, the best trials,
+and overstate every budget. The notes say how many stopped, where (``stopped_note``).
 """
 
 from __future__ import annotations
@@ -163,6 +169,40 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(str(s[0]) if len(s) == 1 else f"{s[0]}–{s[-1]}" for s in spans)
 
 
+SCHEDULER_STOP = "scheduler"  # the stop reason the driver gives a trial a scheduler stopped
+
+
+def stopped_note(rows: pd.DataFrame, metric: str) -> str | None:
+    """Which stage-1 trials a scheduler stopped, per loss, and where: "ce: 3 of 5
+    stopped (rung 0: 2, rung 1: 1)", by ``stop_rung`` where the rows have it, else by
+    the optimiser steps they ran; and how the curves count them. None where none stopped."""
+    tuned = stage_one_rows(rows, metric)
+    if tuned.empty or "stop_reason" not in tuned:
+        return None
+    parts = []
+    for loss, block in tuned.groupby("loss", sort=False):
+        stopped = block[block["stop_reason"] == SCHEDULER_STOP]
+        if stopped.empty:
+            continue
+        by_rung = "stop_rung" in stopped and stopped["stop_rung"].notna().all()
+        column, name = ("stop_rung", "rung") if by_rung else ("optimizer_steps", "after")
+        places = pd.to_numeric(stopped.get(column, pd.Series(dtype=float)), errors="coerce")
+        counts = places.dropna().astype(int).value_counts().sort_index()
+        where = ", ".join(
+            f"{name} {place}{' steps' if name == 'after' else ''}: {count}"
+            for place, count in counts.items()
+        )
+        parts.append(
+            f"{loss}: {len(stopped)} of {len(block)} stopped" + (f" ({where})" if where else "")
+        )
+    if not parts:
+        return None
+    return (
+        "Stage-1 trials stopped by the scheduler: " + "; ".join(parts) + ". The curves count "
+        "each at its last evaluation's score, below what it would have reached."
+    )
+
+
 def stage_one_is_random(spec: Mapping[str, Any]) -> bool:
     """Whether a resolved spec's stage 1 drew its settings at random, which the
     estimator assumes: where its ``tune`` section's budget is drawn from distributions
@@ -200,6 +240,7 @@ def with_budget_curves(
             for c, n, m, s in curves.itertuples(index=False)
         ],
         "reading": reading(curves),
+        "stopped": stopped_note(rows, metric),
     }
     return table
 
@@ -226,8 +267,7 @@ def budget_lines(table: pd.DataFrame) -> list[str]:
         lines.append(f"- {label}: {points}")
     if budget.get("reading"):
         lines.append(f"Reading: {budget['reading']}")
-    caveat = _caveat(budget)
-    return [*lines, caveat] if caveat else lines
+    return [*lines, *(line for line in (_caveat(budget), budget.get("stopped")) if line)]
 
 
 def budget_grid(table: pd.DataFrame) -> pd.DataFrame:
@@ -277,6 +317,7 @@ def budget_markdown(table: pd.DataFrame) -> str:
     for line in (
         f"Reading: {budget['reading']}" if budget.get("reading") else None,
         _caveat(budget),
+        budget.get("stopped"),
     ):
         text += f"\n\n{line}" if line else ""
     return text
@@ -305,6 +346,8 @@ def budget_html(table: pd.DataFrame) -> str:
     caveat = _caveat(budget)
     if caveat:
         text += f'<p class="budget-caveat">{escape(caveat)}</p>'
+    if budget.get("stopped"):
+        text += f'<p class="budget-stopped">{escape(budget["stopped"])}</p>'
     return text + "</section>"
 
 
