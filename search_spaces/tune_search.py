@@ -88,10 +88,16 @@ class PerLossScheduler(FIFOScheduler):
     """
 
     def __init__(
-        self, make: Callable[..., TrialScheduler], group_sizes: dict[str, int] | None = None
+        self,
+        make: Callable[..., TrialScheduler],
+        group_sizes: dict[str, int] | None = None,
+        by_point: bool = False,
     ) -> None:
         super().__init__()
         self._make = make
+        # Stage 1 tunes each loss grid point on its own (``loss_key``): its trials are
+        # compared only with each other, never with another point's of the same name.
+        self._by_point = by_point
         # Each loss's trial count, for a scheduler that must know it (``SyncHalving``).
         self._sizes = group_sizes
         self._by_loss: dict[str, TrialScheduler] = {}
@@ -103,7 +109,8 @@ class PerLossScheduler(FIFOScheduler):
         return all(s.set_search_properties(metric, mode) for s in self._by_loss.values())
 
     def _scheduler(self, trial: Trial) -> TrialScheduler:
-        name = str(trial.config["loss"]["name"])
+        loss = trial.config["loss"]
+        name = loss_key(loss) if self._by_point else str(loss["name"])
         if name not in self._by_loss:
             sizes = {} if self._sizes is None else {"group_size": self._sizes[name]}
             scheduler = self._make(**sizes)
@@ -154,10 +161,13 @@ def build_search_alg(spec: SweepSpec) -> Searcher | None:
     return SeedRepeater(OptunaSearch(sampler=sampler), spec.seeds)
 
 
-def build_scheduler(spec: SweepSpec, trials: int | None = None) -> TrialScheduler:
+def build_scheduler(
+    spec: SweepSpec, trials: int | None = None, by_point: bool = False
+) -> TrialScheduler:
     """The trial scheduler of ``spec.scheduler``; metric and mode come from ``TuneConfig``.
     ``trials``: how many trials it schedules (default: ``spec``'s without ``tune``), which
-    ``halving`` shares among the loss names."""
+    ``halving`` shares among the losses; ``by_point``: ``per_loss`` compares a trial with
+    its loss grid point's (stage 1), not with its loss name's."""
     settings = spec.scheduler
     sizes: dict[str, int] | None = None
     make: Callable[..., TrialScheduler]
@@ -186,7 +196,7 @@ def build_scheduler(spec: SweepSpec, trials: int | None = None) -> TrialSchedule
         if not settings.per_loss:
             return make(group_size=total)
         points = expand_losses(spec)
-        names = Counter(str(loss["name"]) for loss in points)
+        names = Counter(loss_key(p) if by_point else str(p["name"]) for p in points)
         sizes = {name: total * count // len(points) for name, count in names.items()}
     else:
         # Never pause for lack of samples: a paused function trial without a checkpoint
@@ -198,7 +208,7 @@ def build_scheduler(spec: SweepSpec, trials: int | None = None) -> TrialSchedule
             min_time_slice=MAX_EVALUATIONS,
         )
     # A partial, not a lambda: Tune pickles the scheduler with the experiment state.
-    return PerLossScheduler(make, sizes) if settings.per_loss else make()
+    return PerLossScheduler(make, sizes, by_point) if settings.per_loss else make()
 
 
 def tune_num_samples(spec: SweepSpec) -> int:
@@ -219,7 +229,7 @@ def tune_config_kwargs(spec: SweepSpec, stage: Stage = "final") -> dict[str, Any
         epochs = max_epochs(spec.tune, spec.training)
         training = spec.training.model_copy(update={"epochs": epochs})
         tuned = spec.model_copy(update={"training": training})
-        scheduler = build_scheduler(tuned, trials=stage_counts(spec)["tune"])
+        scheduler = build_scheduler(tuned, trials=stage_counts(spec)["tune"], by_point=True)
     else:
         scheduler = FIFOScheduler()
     return {

@@ -127,3 +127,20 @@ def test_asha_in_the_same_order_stops_fewer(local_ray: None, tmp_path: Path) -> 
 def test_halving_rungs() -> None:
     assert [halving_rung(level, 1, 3) for level in range(4)] == [1, 3, 9, 27]
     assert [halving_rung(level, 2, 1.5) for level in range(3)] == [2, 3, 4]
+
+
+def test_stage_one_halves_each_loss_grid_point_on_its_own() -> None:
+    """dsc with two alphas is two losses to tune: each point's five trials form one
+    comparison, so one alpha's trials never stop all of the other's."""
+    spec = resolve_spec(
+        {
+            "extends": "smoke",
+            "search_space": {"losses": [{"name": "dsc", "alpha": [0.1, 0.01], "scope": "set"}]},
+            "training": {"epochs": 4},
+            "tune": {"learning_rate": RATES, "trials_per_loss": len(RATES)},
+            "scheduler": {"kind": "halving"},
+        }
+    )
+    scheduler = tune_search.tune_config_kwargs(spec, "tune")["scheduler"]
+    assert sorted(scheduler._sizes.values()) == [5, 5]
+    assert all('"alpha"' in key for key in scheduler._sizes)
