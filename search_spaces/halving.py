@@ -98,6 +98,12 @@ class SyncHalving(FIFOScheduler):
                 action = TrialScheduler.STOP
             else:
                 tune_controller.stop_trial(trial)
+                # Ray (2.60) saves a trial's state again only when it had an actor: a
+                # trial stopped while paused would stay PAUSED in the experiment's
+                # files, and a driver reading them back would count it unfinished.
+                mark = getattr(tune_controller, "_mark_trial_to_checkpoint", None)
+                if mark is not None:
+                    mark(trial)
         for key in ranked[:keep]:
             self._level[key] += 1
             if key != current:

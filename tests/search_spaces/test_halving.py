@@ -22,6 +22,7 @@ from tests.conftest import short_home_folder
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
 tune_search = pytest.importorskip("search_spaces.tune_search")
+ExperimentAnalysis = tune.ExperimentAnalysis
 
 RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]  # ascending: the best (1e-3) third
 BEST = 1e-3
@@ -109,6 +110,10 @@ def test_halving_stops_each_losss_losers_at_the_first_rung(local_ray: None, tmp_
     # tracker tags it "scheduler"), and the loss's choice is the one that ran to its end.
     stopped = [r for r in results if "stop_reason" not in r.metrics]
     assert len(stopped) == 8
+    # Every trial ended in the experiment's files too (a driver reading them back
+    # counts a trial left PAUSED there as unfinished).
+    saved = ExperimentAnalysis(results.experiment_path).trials
+    assert {trial.status for trial in saved} == {"TERMINATED"}
     chosen = choose_settings(
         ((r.config, r.metrics) for r in results),
         stage_one_settings(spec.tune, spec.seeds[0]),  # type: ignore[arg-type]
