@@ -70,6 +70,9 @@ ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or 
 # (search_spaces.reports.tables.degenerate_reason)
 DEGENERATE_TAG = "dicesweep.degenerate"
 FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."
+# Why a trial that finished on a retry needed one: its last failed attempt's reason,
+# kept when the run ends FINISHED and loses dicesweep.failure.
+RETRIED_AFTER_TAG = "dicesweep.retried_after"
 # Why a FINISHED trial stopped: epochs, max_steps, early_stopping (trainables.loop) or
 # scheduler (the sweep's ASHA or median rule stopped it).
 STOP_TAG = "dicesweep.stop_reason"

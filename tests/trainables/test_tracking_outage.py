@@ -164,7 +164,7 @@ def test_writes_given_up_are_completed_from_tunes_results(proxy: TcpProxy, tmp_p
     assert logger.backfill([result]) == 0  # whole now: nothing written twice
 
 
-def test_a_trial_that_finishes_on_a_retry_loses_its_failure_tag(tmp_path: Path) -> None:
+def test_a_trial_that_finishes_on_a_retry_keeps_why_it_needed_one(tmp_path: Path) -> None:
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     logger = TrialLogger(open_sweep(client), client)
     config = trial_config("ce", seed=1)
@@ -174,6 +174,23 @@ def test_a_trial_that_finishes_on_a_retry_loses_its_failure_tag(tmp_path: Path) 
     logger.finish("t-retried", config, "FINISHED")  # its next attempt (a resumed sweep's)
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and FAILURE_TAG not in run.data.tags
+    assert run.data.tags["dicesweep.retried_after"] == "ActorDiedError: the worker died"
+
+
+def test_a_retried_trial_shows_why_while_its_retry_runs(tmp_path: Path) -> None:
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    logger = TrialLogger(open_sweep(client), client)
+    config = trial_config("ce", seed=2)
+    logger.log_result("t-oom", config, {"step": 4, "eval_f1": 20.0})
+    run_id = logger.run_id("t-oom", config)
+    reason = "out of memory on node 172.18.0.4 (0.59GB used of a 0.60GB limit)"
+    logger.recovered("t-oom", reason)  # Tune retries it: the API and MLflow say why
+    run = client.get_run(run_id)
+    assert (run.info.status, run.data.tags[FAILURE_TAG]) == ("RUNNING", reason)
+    assert run.data.tags["dicesweep.attempt"] == "2"
+    logger.finish("t-oom", config, "FINISHED", stopped="epochs")
+    tags = client.get_run(run_id).data.tags
+    assert FAILURE_TAG not in tags and tags["dicesweep.retried_after"] == reason
 
 
 def test_a_write_lost_with_a_killed_driver_is_completed_after_the_next_one_closes_the_run(

@@ -29,6 +29,7 @@ from search_spaces.lineage import (
     NODE_IP_TAG,
     NODE_TAG,
     PRECISION_TAG,
+    RETRIED_AFTER_TAG,
     STOP_TAG,
     SWEEP_TAG,
     TRIAL_TAG,
@@ -191,10 +192,13 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in node.items() if v])
         self._nodes[trial_id] = node[NODE_TAG]
 
-    def recovered(self, trial_id: str) -> None:
-        """The trial's worker failed and Tune retries it: one more attempt."""
+    def recovered(self, trial_id: str, reason: str | None = None) -> None:
+        """The trial's worker failed and Tune retries it: one more attempt, its run
+        tagged with why (``dicesweep.failure``) while the retry runs."""
         if trial_id in self._runs:
             self._next_attempt(self._runs[trial_id])
+            if reason:
+                self.client.set_tag(self._runs[trial_id], FAILURE_TAG, reason)
 
     def finish(
         self,
@@ -211,8 +215,10 @@ class TrialLogger(Callback):  # type: ignore[misc]
         run_id = self.run_id(trial_id, config)
         if reason is not None:
             self.client.set_tag(run_id, FAILURE_TAG, reason)
-        elif FAILURE_TAG in self.client.get_run(run_id).data.tags:
-            # An earlier attempt's failure: the trial finished on a retry after all.
+        elif FAILURE_TAG in (tags := self.client.get_run(run_id).data.tags):
+            # An earlier attempt's failure: the trial finished on a retry after all; why
+            # it needed one stays on the run.
+            self.client.set_tag(run_id, RETRIED_AFTER_TAG, tags[FAILURE_TAG])
             self.client.delete_tag(run_id, FAILURE_TAG)
         if stopped is not None:
             self.client.set_tag(run_id, STOP_TAG, stopped)
@@ -292,8 +298,11 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self.later(lambda: self.log_result(trial_id, config, reported))
 
     def on_trial_recover(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        trial_id = trial.trial_id
-        self.later(lambda: self.recovered(trial_id))
+        from trainables.driver.reports import failure_reason
+
+        trial_id, error = trial.trial_id, latest_error(trial)
+        reason = failure_reason(error) if error is not None else None
+        self.later(lambda: self.recovered(trial_id, reason))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         trial_id, config, last = trial.trial_id, dict(trial.config), trial.last_result or {}
