@@ -1,20 +1,26 @@
-"""Fair tuning per loss: the two-stage sweep with ASHA against the full grid.
+"""Fair tuning per loss: the two-stage sweep with a stopping stage 1 against the full grid.
 
-One small real task (the ``smoke`` preset's: tiny-bert POS on 2,000 UD English EWT
-sentences, ce and dsc), learning rates ``LEARNING_RATES``, seeds 0-2:
+One task, two losses, learning rates, seeds:
 
 - full grid: one sweep per learning rate, every loss × every seed, each reported on
   dev; a loss's learning rate is the one with the best mean dev F1 over the seeds
   (the grid chooses on the split it reports on: the costly, optimistic reference);
 - two-stage: one sweep with ``tune`` (every learning rate once per loss, chosen on a
-  10% tuning split held out of the training file, ASHA stopping the weak ones), then
-  every seed at each loss's choice, reported on dev.
+  10% tuning split held out of the training file, the scheduler stopping the weak
+  ones: ``halving``, synchronous successive halving, by default; ``asha`` for the
+  asynchronous reference), then every seed at each loss's choice, reported on dev.
 
-Trial-hours are the trials' summed wall time from their MLflow runs. Prints a table
-and writes the "Tuning: two-stage with ASHA against the full grid" section of
+Tasks: ``pos`` (the ``smoke`` preset's: tiny-bert POS on 2,000 UD English EWT
+sentences, ce and dsc), ``mrpc`` and ``conll`` (``--model minilm``: MiniLM-L6, ``make
+bench-deps``; ce and dice). Trial-hours are the trials' summed wall time from their
+MLflow runs. Prints a table (the choice per loss, the trial-hours ratio, how many
+stage-1 trials stopped at which rung) and, unless ``--no-docs``, writes the "Tuning:
+two-stage (scheduler) against the full grid, model on task" section of
 docs/benchmarks.md.
 
-    python benchmarks/bench_tuning.py
+    python benchmarks/bench_tuning.py                                  # tiny-bert POS
+    python benchmarks/bench_tuning.py --model minilm --task mrpc       # hours on 2 CPUs
+    python benchmarks/bench_tuning.py --smoke --no-docs                # a minute: it works
 """
 
 from __future__ import annotations
@@ -34,36 +40,63 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_table import machine_description, write_section
+from search_spaces.presets import deep_merge
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "sweep_service.cli"]
-LEARNING_RATES = [3e-4, 6e-4, 1e-3, 2e-3, 3e-3, 1e-2]
-SEEDS = [0, 1, 2]
-# Four evaluations an epoch: ASHA's rungs (after 2 and 6 evaluations at factor 3).
-TRAINING = {"epochs": 2, "eval_every_steps": 16}
-
-
-def grid_spec(learning_rate: float) -> dict[str, Any]:
-    return {
-        "extends": "smoke",
-        "name": "bench-grid",
-        "seeds": SEEDS,
-        "training": {**TRAINING, "learning_rate": learning_rate},
-    }
-
-
-def two_stage_spec() -> dict[str, Any]:
-    return {
-        "extends": "smoke",
-        "name": "bench-two-stage",
-        "seeds": SEEDS,
-        "training": TRAINING,
-        "tune": {
-            "learning_rate": LEARNING_RATES,
-            "trials_per_loss": len(LEARNING_RATES),
-            "holdout": 0.1,
+# Per task: the spec over ``smoke`` (data set, losses, the training a trial runs with
+# four evaluations or more: the halving rungs at 1 and 3 evaluations) and the rates.
+TASKS: dict[str, dict[str, Any]] = {
+    "pos": {
+        "spec": {"training": {"epochs": 2, "eval_every_steps": 16}},
+        "learning_rates": [3e-4, 6e-4, 1e-3, 2e-3, 3e-3, 1e-2],
+    },
+    "mrpc": {
+        "spec": {
+            "task": {"kind": "pi", "dataset": "mrpc"},
+            "search_space": {"losses": [{"name": "ce"}, {"name": "dice"}]},
+            "training": {"epochs": 3, "eval_every_steps": 58, "max_seq_length": 128},
         },
-        "scheduler": {"kind": "asha", "grace_period": 2, "reduction_factor": 3, "per_loss": True},
+        "learning_rates": [1e-5, 3e-5, 1e-4, 3e-4, 1e-3],
+    },
+    "conll": {
+        "spec": {
+            "task": {"kind": "ner", "dataset": "conll2003"},
+            "search_space": {"losses": [{"name": "ce"}, {"name": "dice"}]},
+            "training": {"epochs": 3, "eval_every_steps": 200, "max_train_examples": 6000},
+        },
+        "learning_rates": [1e-5, 3e-5, 1e-4, 3e-4, 1e-3],
+    },
+}
+SEEDS = [0, 1, 2]
+
+
+def base_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec both sweeps share: the task's over ``smoke``, the model, the seeds."""
+    spec = deep_merge({"extends": "smoke", "seeds": args.seeds}, TASKS[args.task]["spec"])
+    if args.model == "minilm":
+        from bench_train import minilm_path
+
+        spec["model"] = minilm_path()
+    if args.smoke:  # a minute: few examples, one evaluation per 8 steps
+        limits = {"max_train_examples": 400, "max_eval_examples": 100, "eval_every_steps": 8}
+        spec["training"] = {**spec["training"], "epochs": 1, **limits}
+    return spec
+
+
+def grid_spec(base: dict[str, Any], learning_rate: float) -> dict[str, Any]:
+    training = {**base["training"], "learning_rate": learning_rate}
+    return {**base, "name": "bench-grid", "training": training}
+
+
+def two_stage_spec(base: dict[str, Any], rates: list[float], scheduler: str) -> dict[str, Any]:
+    return {
+        **base,
+        "name": "bench-two-stage",
+        "tune": {"learning_rate": rates, "trials_per_loss": len(rates), "holdout": 0.1},
+        "scheduler": {"kind": scheduler, "grace_period": 1, "reduction_factor": 3},
+        # One trial at a time: the order in which ASHA compares nothing.
+        "resources": {"max_concurrent_trials": 1},
     }
 
 
@@ -100,60 +133,70 @@ def loss_of(run: Any) -> str:
     return str(run.data.tags[LOSS_LABEL_TAG])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    default_data = os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data")
-    parser.add_argument("--datasets", type=Path, default=Path(default_data))
-    args = parser.parse_args()
+def stopped_rungs(client: Any, runs: list[Any]) -> dict[int, int]:
+    """``{rung: stage-1 trials a scheduler stopped there}``; a rung from the evaluations
+    a trial ran (its ``eval_f1`` history), halving's rungs at 1, 3, 9, ... evaluations."""
+    from search_spaces.lineage import STOP_TAG
+    from search_spaces.tuning import halving_rung
+
+    rungs: dict[int, int] = {}
+    for run in runs:
+        if run.data.tags.get(STOP_TAG) != "scheduler":
+            continue
+        evaluations = len(client.get_metric_history(run.info.run_id, "eval_f1"))
+        rung = next(k for k in range(64) if halving_rung(k + 1, 1, 3) > evaluations)
+        rungs[rung] = rungs.get(rung, 0) + 1
+    return dict(sorted(rungs.items()))
+
+
+def grid_choices(runs: list[Any]) -> dict[str, dict[float, list[float]]]:
+    """``{loss: {learning rate: dev F1 of each seed}}`` of the grid's runs."""
+    scores: dict[str, dict[float, list[float]]] = {}
+    for run in runs:
+        lr = float(run.data.params["training.learning_rate"])
+        scores.setdefault(loss_of(run), {}).setdefault(lr, []).append(run.data.metrics["eval_f1"])
+    return scores
+
+
+def run_all(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    """Both sweeps (the two-stage one between the grid's learning rates, so that the
+    machine's load falls on both alike); what the table needs from MLflow."""
     from mlflow.tracking import MlflowClient
 
-    from search_spaces.lineage import (
-        EXPERIMENT,
-        ROLE_TAG,
-        STAGE_TAG,
-        STOP_TAG,
-        SWEEP_TAG,
-        TUNED_TAG,
-    )
+    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TUNED_TAG
 
-    home = Path(tempfile.mkdtemp(prefix="dsw-t-", dir="/tmp"))
-    try:
-        walls: dict[str, float] = {}
-        # The two-stage sweep between the grid's learning rates: the machine's load
-        # falls on both alike.
-        order = [f"grid-{lr:g}" for lr in LEARNING_RATES]
-        order.insert(len(order) // 2, "two-stage")
-        for sweep_id in order:
-            spec = (
-                two_stage_spec()
-                if sweep_id == "two-stage"
-                else grid_spec(float(sweep_id.removeprefix("grid-")))
-            )
-            walls[sweep_id] = run_sweep(spec, sweep_id, home, args.datasets)
-            print(f"{sweep_id}: {walls[sweep_id]:.0f} s", flush=True)
-        client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    base = base_spec(args)
+    walls: dict[str, float] = {}
+    order = [f"grid-{lr:g}" for lr in args.learning_rates]
+    order.insert(len(order) // 2, "two-stage")
+    for sweep_id in order:
+        if sweep_id == "two-stage":
+            spec = two_stage_spec(base, args.learning_rates, args.scheduler)
+        else:
+            spec = grid_spec(base, float(sweep_id.removeprefix("grid-")))
+        walls[sweep_id] = run_sweep(spec, sweep_id, home, args.datasets)
+        print(f"{sweep_id}: {walls[sweep_id]:.0f} s", flush=True)
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    grid = [run for lr in args.learning_rates for run in trial_runs(client, f"grid-{lr:g}")]
+    staged = trial_runs(client, "two-stage")
+    query = f"tags.`{SWEEP_TAG}` = 'two-stage' and tags.`{ROLE_TAG}` = 'sweep'"
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    assert experiment is not None  # the sweeps above logged to it
+    (parent,) = client.search_runs([experiment.experiment_id], query)
+    stage_one = [run for run in staged if run.data.tags.get(STAGE_TAG) == "tune"]
+    return {
+        "walls": walls,
+        "scores": grid_choices(grid),
+        "chosen": json.loads(parent.data.tags[TUNED_TAG]),
+        "grid": (len(grid), hours(grid)),
+        "staged": (len(staged), hours(staged)),
+        "stage_one": len(stage_one),
+        "rungs": stopped_rungs(client, stage_one),
+    }
 
-        grid_runs = [run for lr in LEARNING_RATES for run in trial_runs(client, f"grid-{lr:g}")]
-        scores: dict[str, dict[float, list[float]]] = {}
-        for run in grid_runs:
-            lr = float(run.data.params["training.learning_rate"])
-            scores.setdefault(loss_of(run), {}).setdefault(lr, []).append(
-                run.data.metrics["eval_f1"]
-            )
-        grid_choice = {
-            loss: max(by_lr, key=lambda lr: sum(by_lr[lr]) / len(by_lr[lr]))
-            for loss, by_lr in scores.items()
-        }
-        staged = trial_runs(client, "two-stage")
-        query = f"tags.`{SWEEP_TAG}` = 'two-stage' and tags.`{ROLE_TAG}` = 'sweep'"
-        experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
-        (parent,) = client.search_runs([experiment], query)
-        chosen = json.loads(parent.data.tags[TUNED_TAG])
-        stage_one = [run for run in staged if run.data.tags.get(STAGE_TAG) == "tune"]
-        stopped = [r for r in stage_one if r.data.tags.get(STOP_TAG) == "scheduler"]
-        grid_hours, staged_hours = hours(grid_runs), hours(staged)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+
+def table(args: argparse.Namespace, found: dict[str, Any]) -> str:
+    scores, chosen, walls = found["scores"], found["chosen"], found["walls"]
 
     def mean(loss: str, lr: float) -> str:
         values = scores[loss][lr]
@@ -163,45 +206,69 @@ def main() -> None:
         "| loss | full grid: best lr (mean dev F1) | two-stage: chosen lr (its grid mean) | same |",
         "|---|---|---|---|",
     ]
-    for loss in sorted(grid_choice):
+    for loss, by_lr in sorted(scores.items()):
+        best = max(by_lr, key=lambda lr: sum(by_lr[lr]) / len(by_lr[lr]))
         mine = float(chosen[loss]["learning_rate"])
         rows.append(
-            f"| {loss} | {grid_choice[loss]:g} ({mean(loss, grid_choice[loss])}) | "
-            f"{mine:g} ({mean(loss, mine)}) | {'yes' if mine == grid_choice[loss] else 'no'} |"
+            f"| {loss} | {best:g} ({mean(loss, best)}) | {mine:g} ({mean(loss, mine)}) | "
+            f"{'yes' if mine == best else 'no'} |"
         )
+    (grid_trials, grid_hours), (staged_trials, staged_hours) = found["grid"], found["staged"]
+    rungs = found["rungs"]
+    where = ", ".join(f"{n} at rung {k}" for k, n in rungs.items()) or "none"
     rows += [
         "",
         "| sweep | trials | trial-hours | wall (min) |",
         "|---|---|---|---|",
-        f"| full grid ({len(LEARNING_RATES)} lr × {len(SEEDS)} seeds × 2 losses) | "
-        f"{len(grid_runs)} | {grid_hours:.3f} | "
+        f"| full grid ({len(args.learning_rates)} lr × {len(args.seeds)} seeds × 2 losses) | "
+        f"{grid_trials} | {grid_hours:.3f} | "
         f"{sum(w for k, w in walls.items() if k.startswith('grid-')) / 60:.1f} |",
-        f"| two-stage (stage 1: {len(stage_one)}, {len(stopped)} stopped by ASHA; "
-        f"stage 2: {len(staged) - len(stage_one)}) | {len(staged)} | {staged_hours:.3f} | "
-        f"{walls['two-stage'] / 60:.1f} |",
+        f"| two-stage (stage 1: {found['stage_one']}, stopped by {args.scheduler}: "
+        f"{sum(rungs.values())} ({where}); stage 2: {staged_trials - found['stage_one']}) | "
+        f"{staged_trials} | {staged_hours:.3f} | {walls['two-stage'] / 60:.1f} |",
         f"| two-stage / full grid | | {staged_hours / grid_hours:.0%} | |",
     ]
-    table = "\n".join(rows)
-    print(table)
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default_data = os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data")
+    parser.add_argument("--datasets", type=Path, default=Path(default_data))
+    parser.add_argument("--model", choices=["tiny-bert", "minilm"], default="tiny-bert")
+    parser.add_argument("--task", choices=sorted(TASKS), default="pos")
+    parser.add_argument("--scheduler", choices=["halving", "asha"], default="halving")
+    parser.add_argument("--learning-rates", type=float, nargs="+", default=None)
+    parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
+    parser.add_argument("--smoke", action="store_true", help="few examples, 1 epoch")
+    parser.add_argument("--no-docs", action="store_true", help="print only")
+    args = parser.parse_args()
+    args.learning_rates = args.learning_rates or TASKS[args.task]["learning_rates"]
+    home = Path(tempfile.mkdtemp(prefix="dsw-t-", dir="/tmp"))
+    try:
+        found = run_all(args, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    text = table(args, found)
+    print(text)
+    if args.no_docs:
+        return
+    model = "MiniLM-L6" if args.model == "minilm" else "tiny-bert"
     body = (
-        f"Machine: {machine_description()}, no GPU. Command: `python benchmarks/bench_tuning.py` "
-        "(one run; the two-stage sweep runs between the grid's sweeps). Task: the `smoke` "
-        f"preset's (tiny-bert POS, 2,000 UD English EWT sentences, 500 dev), 2 epochs, "
-        f"learning rates {', '.join(f'{lr:g}' for lr in LEARNING_RATES)}, seeds 0-2. The "
-        "grid chooses each loss's learning rate on dev, where it reports (the reference); "
-        "the two-stage sweep chooses on a 10% tuning split of the training file, ASHA "
-        "(grace 2 evaluations, factor 3, per loss) stopping weak stage-1 trials, then runs "
-        "every seed at the choice. Trial-hours: the trials' summed wall time, from MLflow. "
-        "Without ASHA the two-stage sweep runs L + S trials against the grid's L × S (L "
-        "learning rates, S seeds): 9 of 18 per loss here. ASHA, being asynchronous, stops a "
-        "trial only when it falls below those that reached its rung before it; stage 1 "
-        "runs a list in the order given (ascending here), so where the rates' scores "
-        "rise along the list ASHA has little to stop. A choice that differs from the "
-        "grid's is a gap in the grid's own dev means, given beside it.\n\n" + table
+        f"Machine: {machine_description()}, no GPU. Command: `python benchmarks/bench_tuning.py "
+        f"--model {args.model} --task {args.task} --scheduler {args.scheduler}` (one run; the "
+        f"two-stage sweep runs between the grid's sweeps). {model} on {args.task}, learning "
+        f"rates {', '.join(f'{lr:g}' for lr in args.learning_rates)}, seeds "
+        f"{', '.join(map(str, args.seeds))}. The grid chooses each loss's learning rate on "
+        "dev, where it reports (the reference); the two-stage sweep chooses on a 10% tuning "
+        f"split of the training file, {args.scheduler} (rungs at 1, 3, 9 evaluations, factor "
+        "3, per loss, one trial at a time) stopping weak stage-1 trials, then runs every seed "
+        "at the choice. Trial-hours: the trials' summed wall time, from MLflow. A choice "
+        "that differs from the grid's is a gap in the grid's own dev means, given beside "
+        "it.\n\n" + text
     )
-    write_section(
-        ROOT / "docs" / "benchmarks.md", "Tuning: two-stage with ASHA against the full grid", body
-    )
+    heading = f"Tuning: two-stage ({args.scheduler}) against the full grid, {model} on {args.task}"
+    write_section(ROOT / "docs" / "benchmarks.md", heading, body)
 
 
 if __name__ == "__main__":
