@@ -128,6 +128,7 @@ class Load:
         self.submitted: list[str] = []
         self.polls = 0
         self.poll_errors = 0
+        self.error_kinds: Counter[str] = Counter()  # "503 GET /v1/sweeps", "ReadTimeout GET /"
 
     def submitter(self) -> None:
         active: list[str] = []
@@ -153,11 +154,15 @@ class Load:
             if latest:
                 paths += [f"/sweeps/{latest}", f"/v1/sweeps/{latest}/trials"]
             for path in paths:
+                where = path.replace(latest, "{id}") if latest else path  # one kind per route
                 try:
                     answer = self.api.client.get(path)
-                    self.poll_errors += answer.status_code >= 500
-                except Exception:
+                    if answer.status_code >= 500:
+                        self.poll_errors += 1
+                        self.error_kinds[f"{answer.status_code} GET {where}"] += 1
+                except Exception as error:
                     self.poll_errors += 1
+                    self.error_kinds[f"{type(error).__name__} GET {where}"] += 1
                 self.polls += 1
             self.stopping.wait(1)
 
@@ -257,7 +262,8 @@ def main() -> int:
     text += (
         f"\n\n{len(load.submitted)} smoke sweeps submitted over {args.minutes:g} min "
         f"({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}); "
-        f"{load.polls} polls, {load.poll_errors} answered 5xx or failed; "
+        f"{load.polls} polls, {load.poll_errors} answered 5xx or failed"
+        f"{_kinds(load.error_kinds)}; "
         f"{len(samples)} samples, one every {SAMPLE_S} s."
     )
     print(text)
@@ -266,6 +272,10 @@ def main() -> int:
         lines = [json.dumps({k: round(v, 1) for k, v in s.items()}) for s in samples]
         SAMPLES.write_text("\n".join([*lines, text.rsplit("\n", 1)[-1]]) + "\n")
     return 0 if flat and not failed and load.poll_errors == 0 else 1
+
+
+def _kinds(kinds: Counter[str]) -> str:
+    return f" ({', '.join(f'{n} {kind}' for kind, n in kinds.most_common())})" if kinds else ""
 
 
 if __name__ == "__main__":
