@@ -104,7 +104,7 @@ HOSTILE: dict[str, Hostile] = {
         {**SMOKE, "scheduler": {"kind": "ray.tune.schedulers.PBT"}},
         422,
         "scheduler.kind",
-        "unknown kind 'ray.tune.schedulers.PBT'; valid: fifo, asha, median",
+        "unknown kind 'ray.tune.schedulers.PBT'; valid: fifo, asha, halving, median",
     ),
     "name-shell": Hostile({**SMOKE, "name": "x; rm -rf /"}, 422, "name", "pattern"),
     # Sizes
