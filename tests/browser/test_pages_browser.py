@@ -98,6 +98,14 @@ def mlflow_ui(home: Path) -> Iterator[str]:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # As the compose topology runs it (docker-compose.yml): no job runner, whose
+        # processes start beside the server's, and a worker slow to answer uvicorn's
+        # ping on a loaded machine kept rather than killed.
+        env={
+            **os.environ,
+            "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+            "MLFLOW_UVICORN_OPTS": "--timeout-worker-healthcheck 120",
+        },
     )
     url = f"http://127.0.0.1:{port}"
     try:
