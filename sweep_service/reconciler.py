@@ -55,6 +55,7 @@ from sweep_service.store import (
     record_progress,
     record_resubmission,
     transition_sweep,
+    utc_now,
 )
 
 log = logging.getLogger(__name__)
@@ -155,18 +156,22 @@ class Reconciler:
             log.warning("progress not stored this pass: %s", error)
 
     def _sync_progress(self, sweep: Sweep) -> None:
-        """Store the sweep's progress as its tracking store shows it now.
+        """Store the sweep's progress as its tracking store shows it now, stamped with
+        the time the read began: a read that began before the sweep finished (the
+        job thread may finish it meanwhile) does not count as its final one, so the
+        next pass closes its open runs and reads it again.
 
         Raises:
             TrackingUnavailableError: MLflow did not answer.
         """
         assert self._progress is not None  # read_tracking checks
+        began = utc_now()
         try:
             progress = self._progress(sweep)
         except Exception as error:  # MLflow raises what its store or transport raises
             raise TrackingUnavailableError(f"sweep {sweep.id}: {error}") from error
         with self._sessions() as session:
-            record_progress(session, sweep.id, progress)
+            record_progress(session, sweep.id, progress, now=began)
 
     def _close_runs_of(self, sweep: Sweep) -> None:
         """Close the runs a cancelled or failed sweep's driver left RUNNING (KILLED or

@@ -39,7 +39,7 @@ from sweep_service.store.lifecycle import (
     transition_sweep,
 )
 from sweep_service.store.migrate import upgrade
-from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus
+from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus, utc_now
 from sweep_service.store.owners import QUOTAS, create_owner, get_owner_by_name, set_quotas
 from sweep_service.store.pages import SweepPage, list_sweeps
 from sweep_service.store.sweeps import (
@@ -93,4 +93,5 @@ __all__ = [
     "set_quotas",
     "transition_sweep",
     "upgrade",
+    "utc_now",
 ]

@@ -146,7 +146,8 @@ def _lock_sweep(session: Session, sweep_id: str) -> Sweep:
 def record_progress(
     session: Session, sweep_id: str, progress: TrialProgress, *, now: datetime | None = None
 ) -> Sweep:
-    """Store ``progress`` as sweep ``sweep_id``'s, committed, stamped ``trials_synced_at``;
+    """Store ``progress`` as sweep ``sweep_id``'s, committed, with ``trials_synced_at``
+    ``now`` (when the read began; the current time by default);
     the MLflow ids are kept when ``progress`` has none. A finished sweep also keeps
     ``progress.rows``, its trials as they ended. The status is not touched.
 

@@ -287,3 +287,46 @@ def test_a_driver_failed_for_good_has_its_open_runs_closed_with_the_reason(
     assert FAILURE_TAG not in tracking.get_run(finished).data.tags
     sweep = status(session_factory, alice, sweep_id)
     assert (sweep.trials_running, sweep.trials_done, sweep.trials_failed) == (0, 1, 1)
+
+
+def test_a_progress_read_that_a_cancel_overtakes_is_not_taken_as_final(
+    session_factory: sessionmaker[Session], alice: Owner, tracking: MlflowClient
+) -> None:
+    # The job thread cancels the sweep while the progress thread's read is under way:
+    # that read saw a trial RUNNING, so the next pass must still close it and read again.
+    from sweep_service.store import transition_sweep
+
+    runner = ScriptedRunner()
+    with session_factory() as session:
+        sweep_id = create_sweep(session, alice.id, make_draft("c")).sweep.id
+    write_parent(tracking, sweep_id)
+    (running,) = write_trials(tracking, sweep_id, [FakeTrial({"name": "ce"}, status="RUNNING")])
+
+    def read_overtaken_by_the_cancel(sweep: Sweep) -> TrialProgress:
+        progress = read_progress(tracking, sweep.id)
+        with session_factory() as session:
+            if get_sweep(session, alice.id, sweep.id).status is SweepStatus.RUNNING:
+                transition_sweep(session, sweep.id, SweepStatus.CANCELLING)
+                transition_sweep(session, sweep.id, SweepStatus.CANCELLED)
+        return progress
+
+    reconciler = Reconciler(
+        session_factory,
+        runner,
+        max_resubmissions=2,
+        progress=read_overtaken_by_the_cancel,
+        close_runs=lambda sweep, state, reason: close_open_runs(tracking, sweep.id, state, reason),
+    )
+    reconciler.run_once()
+    runner.jobs[sweep_id] = (JobState.RUNNING, "")
+    reconciler.follow_jobs()
+    reconciler.read_tracking()  # the read the cancel overtook
+    overtaken = status(session_factory, alice, sweep_id)
+    assert overtaken.status is SweepStatus.CANCELLED
+    assert not overtaken.shows_final_trials
+    reconciler.read_tracking()
+    assert tracking.get_run(running).info.status == "KILLED"
+    final = status(session_factory, alice, sweep_id)
+    assert final.shows_final_trials
+    assert [row["status"] for row in final.trial_rows] == ["KILLED"]
+    assert (final.trials_running, final.trials_stopped) == (0, 1)
