@@ -8,13 +8,14 @@ an address printed before that read as a broken one.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from search_spaces.settings import MLFLOW_UI_FILE, DicesweepSettings
 from sweep_service.mlflow_ui import protect_embedded_ui
@@ -93,6 +94,21 @@ def answers(url: str) -> bool:
         return False
 
 
+# As the compose topology runs MLflow (docker-compose.yml): no job runner (its worker
+# processes take most of the server's memory and nothing here submits jobs), and a
+# worker whose health ping is slow on a loaded machine given 120 s before uvicorn
+# kills it. What the environment sets itself wins.
+SERVER_DEFAULTS = {
+    "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+    "MLFLOW_UVICORN_OPTS": "--timeout-worker-healthcheck 120",
+}
+
+
+def server_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The UI server's environment: ``environ`` with ``SERVER_DEFAULTS`` where unset."""
+    return {**SERVER_DEFAULTS, **environ}
+
+
 def serve_until_stopped(command: list[str], probe: str, announce: Callable[[], None]) -> int:
     """Run the UI's server; call ``announce`` once ``probe`` answers; return when it
     ends, or on Ctrl-C or SIGTERM here, which stop it and every process it started
@@ -105,7 +121,7 @@ def serve_until_stopped(command: list[str], probe: str, announce: Callable[[], N
     # (a background job of a script), as Python then leaves it.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.default_int_handler)
-    with subprocess.Popen(command, start_new_session=True) as server:
+    with subprocess.Popen(command, start_new_session=True, env=server_env(os.environ)) as server:
         try:
             while server.poll() is None and not answers(probe):
                 time.sleep(POLL_S)

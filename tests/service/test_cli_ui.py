@@ -76,6 +76,11 @@ def test_ui_serves_the_sweeps_store_and_says_where(tmp_path: Path) -> None:
             # group of its own, is stopped with its workers at once, without a traceback.
             servers = descendants(ui.pid)
             assert servers
+            # Its server runs as compose runs MLflow: no job runner, a slow worker's ping
+            # tolerated for 120 s (a loaded machine had uvicorn kill its workers).
+            server_env = servers[0].environ()
+            assert server_env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+            assert server_env["MLFLOW_UVICORN_OPTS"] == "--timeout-worker-healthcheck 120"
             stopped_at = time.monotonic()
             os.killpg(ui.pid, signal.SIGINT)
             assert ui.wait(timeout=60) == 130
