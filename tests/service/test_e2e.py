@@ -251,7 +251,15 @@ def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
     again = cli(service, "cancel", sweep_id)
     assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1
     assert again.stderr.startswith(f"dicesweep cancel: POST /v1/sweeps/{sweep_id}/cancel: HTTP 409")
-    trials = cli(service, "trials", sweep_id).stdout.splitlines()
+    # The stopped driver could not close its runs: the service does, with the reason,
+    # in its first progress pass after the cancel (every 2 s).
+    trials: list[str] = []
+
+    def closed() -> bool:
+        trials[:] = cli(service, "trials", sweep_id).stdout.splitlines()
+        return {line.split()[4] for line in trials[1:]} <= {"KILLED", "FINISHED"}
+
+    wait(closed, 60, "the service to close the cancelled sweep's runs")
     assert trials[0].split() == [
         "loss",
         "dataset",
@@ -262,8 +270,6 @@ def test_cancel_a_running_sweep_from_the_command_line(service: Service) -> None:
         "steps",
         "reason",
     ]
-    # The stopped driver could not close its runs: the service did, with the reason.
-    assert {line.split()[4] for line in trials[1:]} <= {"KILLED", "FINISHED"}
     killed = [line.split() for line in trials[1:] if line.split()[4] == "KILLED"]
     assert killed and all(fields[-1] == "cancelled" for fields in killed), trials
     client = MlflowClient(f"sqlite:///{service.home / 'mlflow.db'}")
