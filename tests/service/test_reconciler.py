@@ -255,6 +255,23 @@ def test_an_unreachable_tracking_store_delays_progress_not_status(
     assert status(session_factory, alice, sweep_id).trials_done == 2
 
 
+def tracked(
+    session_factory: sessionmaker[Session],
+    runner: ScriptedRunner,
+    tracking: MlflowClient,
+    progress: Any = None,
+) -> Reconciler:
+    """A reconciler that reads progress from (``progress``, or ``read_progress`` of)
+    the MLflow store ``tracking`` and closes open runs there."""
+    return Reconciler(
+        session_factory,
+        runner,
+        max_resubmissions=2,
+        progress=progress or (lambda sweep: read_progress(tracking, sweep.id)),
+        close_runs=lambda sweep, state, reason: close_open_runs(tracking, sweep.id, state, reason),
+    )
+
+
 def test_a_driver_failed_for_good_has_its_open_runs_closed_with_the_reason(
     session_factory: sessionmaker[Session], alice: Owner, tracking: MlflowClient
 ) -> None:
@@ -267,13 +284,7 @@ def test_a_driver_failed_for_good_has_its_open_runs_closed_with_the_reason(
         sweep_id,
         [FakeTrial({"name": "ce"}, status="RUNNING"), FakeTrial({"name": "dice"}, eval_f1=70.0)],
     )
-    reconciler = Reconciler(
-        session_factory,
-        runner,
-        max_resubmissions=2,
-        progress=lambda sweep: read_progress(tracking, sweep.id),
-        close_runs=lambda sweep, state, reason: close_open_runs(tracking, sweep.id, state, reason),
-    )
+    reconciler = tracked(session_factory, runner, tracking)
     reconciler.run_once()
     runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1")
     reconciler.run_once()
@@ -310,13 +321,7 @@ def test_a_progress_read_that_a_cancel_overtakes_is_not_taken_as_final(
                 transition_sweep(session, sweep.id, SweepStatus.CANCELLED)
         return progress
 
-    reconciler = Reconciler(
-        session_factory,
-        runner,
-        max_resubmissions=2,
-        progress=read_overtaken_by_the_cancel,
-        close_runs=lambda sweep, state, reason: close_open_runs(tracking, sweep.id, state, reason),
-    )
+    reconciler = tracked(session_factory, runner, tracking, read_overtaken_by_the_cancel)
     reconciler.run_once()
     runner.jobs[sweep_id] = (JobState.RUNNING, "")
     reconciler.follow_jobs()
