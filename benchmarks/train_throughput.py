@@ -121,18 +121,19 @@ def throughput(
 
 def render_throughput(rows: list[dict[str, Any]]) -> str:
     """A Markdown table of ``throughput``'s rows (each with its ``dataset``), each set-up
-    against ``Trainer`` in fp32 on the same data set."""
+    against ``Trainer`` in fp32 and against ``Trainer`` in its own precision, on the same
+    data set."""
     lines = [
         "| data set | loop | precision | steps of 16 | examples/s (median) | range "
-        "| / Trainer fp32 |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| / Trainer fp32 | / Trainer same precision |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    reference = {
-        r["dataset"]: r["median"] for r in rows if (r["loop"], r["precision"]) == SETUPS[2]
-    }
+    trainer = {(r["dataset"], r["precision"]): r["median"] for r in rows if r["loop"] == "Trainer"}
     lines += [
         f"| {r['dataset']} | {r['loop']} | {r['precision']} | {r['steps']} | {r['median']:.1f} "
-        f"| {r['low']:.1f}–{r['high']:.1f} | {r['median'] / reference[r['dataset']]:.2f} |"
+        f"| {r['low']:.1f}–{r['high']:.1f} "
+        f"| {r['median'] / trainer[r['dataset'], 'fp32']:.2f} "
+        f"| {r['median'] / trainer[r['dataset'], r['precision']]:.2f} |"
         for r in rows
     ]
     return "\n".join(lines)
