@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -27,9 +28,17 @@ class SweepNotFoundError(LookupError):
 
 
 def _value(text: str) -> Any:
-    """A param string back to its value (``"0.1"`` -> 0.1, ``"True"`` -> True)."""
+    """A param string back to its value (``"0.1"`` -> 0.1, ``"True"`` -> True,
+    ``"3e-05"`` -> 3e-05: YAML 1.1 reads an exponent without a dot as text, and
+    ``str(float)`` writes small rates that way)."""
     parsed = yaml.safe_load(text)
-    return parsed if isinstance(parsed, bool | int | float) else text
+    if isinstance(parsed, bool | int | float):
+        return parsed
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def trial_rows(

@@ -105,9 +105,9 @@ def trial_label(row: dict[str, Any]) -> str:
     if row.get("stage") != "tune":
         return label
     tried = ", ".join(
-        f"{key.removeprefix('tuned_')}={value:g}"
+        f"{key.removeprefix('tuned_')}={number:g}"
         for key, value in row.items()
-        if key.startswith("tuned_") and _number(value) is not None
+        if key.startswith("tuned_") and (number := _number(value)) is not None
     )
     return f"{label} · tune {tried}"
 

@@ -11,9 +11,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
+from search_spaces.lineage import STAGE_TAG
 from search_spaces.resolve import resolve_submission
 from sweep_service.api.auth import KEY_COOKIE
 from sweep_service.progress import read_progress
+from sweep_service.results import trial_rows
 from sweep_service.store import (
     Owner,
     SweepDraft,
@@ -376,3 +378,29 @@ def test_a_running_trials_flag_is_provisional_and_a_stop_reason_is_no_error(
     assert '<div class="stop">epochs</div>' in html
     text = _text(html)
     assert "ce seed=0 mrpc/original 2.9" in text and "2.85714" not in text
+
+
+def test_a_stage_one_trial_at_a_small_rate_shows_the_rate_it_tried(
+    signed_in: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    """The driver logs a stage-1 trial's rate as ``str(3e-05)`` == "3e-05", which YAML
+    1.1 reads as text: the page once failed with a 500 on it."""
+    api = signed_in
+    sweep = create_sweep(session, alice.id, make_draft("small-rate", trials=2)).sweep
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    transition_sweep(session, sweep.id, SweepStatus.RUNNING)
+    trials = [
+        FakeTrial({"name": "ce"}, seed=0, eval_f1=81.0),
+        FakeTrial({"name": "ce"}, seed=0, eval_f1=84.0),
+    ]
+    for run_id, rate in zip(write_trials(tracking, sweep.id, trials), (3e-05, 0.0003), strict=True):
+        tracking.set_tag(run_id, STAGE_TAG, "tune")
+        tracking.log_param(run_id, "tuned.learning_rate", str(rate))
+    record_progress(session, sweep.id, read_progress(tracking, sweep.id))
+    answer = api.client.get(f"/sweeps/{sweep.id}")
+    assert answer.status_code == 200
+    text = _text(answer.text)
+    assert "ce seed=0 mrpc/original · tune learning_rate=3e-05" in text
+    assert "ce seed=0 mrpc/original · tune learning_rate=0.0003" in text
+    rows = trial_rows(tracking, sweep.id)
+    assert sorted(rows["tuned_learning_rate"]) == [3e-05, 0.0003]
