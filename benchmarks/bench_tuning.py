@@ -78,6 +78,8 @@ def base_spec(args: argparse.Namespace) -> dict[str, Any]:
         from bench_train import minilm_path
 
         spec["model"] = minilm_path()
+    caps = {"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples}
+    spec["training"] = {**spec["training"], **{k: v for k, v in caps.items() if v is not None}}
     if args.smoke:  # a minute: few examples, one evaluation per 8 steps
         limits = {"max_train_examples": 400, "max_eval_examples": 100, "eval_every_steps": 8}
         spec["training"] = {**spec["training"], "epochs": 1, **limits}
@@ -231,6 +233,12 @@ def table(args: argparse.Namespace, found: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def caps_flags(args: argparse.Namespace) -> str:
+    """The caps given on the command line, as flags for the docs' command."""
+    flags = {"--train-examples": args.train_examples, "--eval-examples": args.eval_examples}
+    return "".join(f" {flag} {value}" for flag, value in flags.items() if value is not None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_data = os.environ.get("DICESWEEP_DATASETS_DIR", ROOT.parent / "shared" / "data")
@@ -240,6 +248,12 @@ def main() -> None:
     parser.add_argument("--scheduler", choices=["halving", "asha"], default="halving")
     parser.add_argument("--learning-rates", type=float, nargs="+", default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
+    parser.add_argument(
+        "--train-examples", type=int, default=None, help="cap on training examples (the task's)"
+    )
+    parser.add_argument(
+        "--eval-examples", type=int, default=None, help="cap on dev examples (default: all)"
+    )
     parser.add_argument("--smoke", action="store_true", help="few examples, 1 epoch")
     parser.add_argument("--no-docs", action="store_true", help="print only")
     args = parser.parse_args()
@@ -256,7 +270,8 @@ def main() -> None:
     model = "MiniLM-L6" if args.model == "minilm" else "tiny-bert"
     body = (
         f"Machine: {machine_description()}, no GPU. Command: `python benchmarks/bench_tuning.py "
-        f"--model {args.model} --task {args.task} --scheduler {args.scheduler}` (one run; the "
+        f"--model {args.model} --task {args.task} --scheduler {args.scheduler}{caps_flags(args)}` "
+        "(one run; the "
         f"two-stage sweep runs between the grid's sweeps). {model} on {args.task}, learning "
         f"rates {', '.join(f'{lr:g}' for lr in args.learning_rates)}, seeds "
         f"{', '.join(map(str, args.seeds))}. The grid chooses each loss's learning rate on "
