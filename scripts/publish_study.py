@@ -124,6 +124,17 @@ def last_evaluations(
     return pd.DataFrame(rows, columns=["last_evaluations", "last_evaluations_range"])
 
 
+def trained_in(tracking_uri: str, run_ids: list[str]) -> list[str]:
+    """The precision each run trained in (fp32, bf16, fp16), from the tag the driver
+    sets on it; "" for a run from before trials said."""
+    from mlflow.tracking import MlflowClient
+
+    from search_spaces.lineage import PRECISION_TAG
+
+    client = MlflowClient(tracking_uri)
+    return [client.get_run(run_id).data.tags.get(PRECISION_TAG, "") for run_id in run_ids]
+
+
 def spec_that_ran(tracking_uri: str, sweep_id: str) -> dict[str, Any]:
     """The resolved spec a sweep without a preset ran: its parent run's ``spec.yaml``."""
     import mlflow
@@ -219,6 +230,11 @@ def main() -> None:
     )
     Path(f"{stem}-spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     per_trial = trials(api, args.sweep_id)
+    per_trial.insert(
+        per_trial.columns.get_loc("stage") + 1,
+        "precision",
+        trained_in(args.tracking_uri, list(per_trial["run_id"])),
+    )
     metric = str((spec.get("search") or {}).get("metric", "eval_f1"))  # the spec's default
     evaluations = last_evaluations(args.tracking_uri, list(per_trial["run_id"]), metric)
     per_trial = pd.concat([per_trial.reset_index(drop=True), evaluations], axis=1)

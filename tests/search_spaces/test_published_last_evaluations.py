@@ -55,3 +55,15 @@ def test_last_three_evaluations_in_step_order_with_their_range(tmp_path: Path) -
     assert found["last_evaluations_range"][1] == pytest.approx(0.1)
     assert math.isnan(found["last_evaluations_range"][2])
     assert math.isnan(found["last_evaluations_range"][3])
+
+
+def test_the_precision_each_trial_trained_in(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("e", artifact_location=str(tmp_path / "artifacts"))
+    tags = [{"dicesweep.precision": "bf16"}, {"dicesweep.precision": "fp32"}, {}]
+    runs = [client.create_run(experiment, tags=tag).info.run_id for tag in tags]
+
+    assert publish_study().trained_in(uri, runs) == ["bf16", "fp32", ""]
