@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG
+from search_spaces.lineage import LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 
 
 def main() -> None:
@@ -24,9 +24,7 @@ def main() -> None:
     parser.add_argument("--metric", default="eval_f1")
     args = parser.parse_args()
     client = MlflowClient(args.tracking_uri)
-    experiments = [
-        e.experiment_id for e in client.search_experiments() if e.name.startswith(EXPERIMENT)
-    ]
+    experiments = dicesweep_experiments(client)
     query = f"tags.`{SWEEP_TAG}` = '{args.sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
     rows = [
         {
