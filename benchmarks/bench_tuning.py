@@ -136,17 +136,17 @@ def loss_of(run: Any) -> str:
 
 
 def stopped_rungs(client: Any, runs: list[Any]) -> dict[int, int]:
-    """``{rung: stage-1 trials a scheduler stopped there}``; a rung from the evaluations
-    a trial ran (its ``eval_f1`` history), halving's rungs at 1, 3, 9, ... evaluations."""
+    """``{rung: stage-1 trials a scheduler stopped there}``, a rung named by the
+    evaluations a trial ran to reach it (halving's at 1, 3, 9, ...), as the sweep page
+    and the tables' notes name it (``sweep_service.results.evaluations``)."""
     from search_spaces.lineage import STOP_TAG
-    from search_spaces.tuning import halving_rung
+    from sweep_service.results import evaluations
 
     rungs: dict[int, int] = {}
     for run in runs:
         if run.data.tags.get(STOP_TAG) != "scheduler":
             continue
-        evaluations = len(client.get_metric_history(run.info.run_id, "eval_f1"))
-        rung = next(k for k in range(64) if halving_rung(k + 1, 1, 3) > evaluations)
+        rung = evaluations(client, run.info.run_id)
         rungs[rung] = rungs.get(rung, 0) + 1
     return dict(sorted(rungs.items()))
 

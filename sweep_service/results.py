@@ -21,6 +21,7 @@ from search_spaces.lineage import (
     dicesweep_experiments,
 )
 from search_spaces.reports import METRICS
+from search_spaces.reports.budget import SCHEDULER_STOP
 
 
 class SweepNotFoundError(LookupError):
@@ -73,6 +74,8 @@ def trial_rows(
             "stop_reason": tags.get(STOP_TAG),  # FINISHED only: epochs, max_steps, ...
             "run_id": run.info.run_id,
         }
+        if tags.get(STOP_TAG) == SCHEDULER_STOP:
+            row["stop_rung"] = evaluations(client, run.info.run_id)
         if PRECISION_TAG in tags:  # what it trained in (fp32, bf16, fp16), where it said
             row["precision"] = tags[PRECISION_TAG]
         row.update(
@@ -92,6 +95,13 @@ def trial_rows(
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def evaluations(client: MlflowClient, run_id: str) -> int:
+    """How many evaluations a trial reported: the points of its ``optimizer_steps``
+    history, one per evaluation. For a trial a scheduler stopped, it names the rung it
+    reached (rungs are counted in evaluations: halving's at 1, 3, 9, ... by default)."""
+    return len({point.step for point in client.get_metric_history(run_id, "optimizer_steps")})
 
 
 def merged_rows(client: MlflowClient, sweep_ids: list[str]) -> pd.DataFrame:

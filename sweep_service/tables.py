@@ -25,7 +25,9 @@ from search_spaces.reports import (
 from search_spaces.reports.budget import with_budget_curves
 
 # stage: a table holds stage 2 only (final_rows).
-NOT_GROUPABLE = frozenset({*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stage"})
+NOT_GROUPABLE = frozenset(
+    {*METRICS, "status", "run_id", "failure_reason", "stop_reason", "stop_rung", "stage"}
+)
 
 # A table as text, by format name (PNG is drawn by ``search_spaces.reports.to_png``).
 TEXT_RENDERERS: dict[str, Callable[[pd.DataFrame], str]] = {

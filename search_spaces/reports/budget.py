@@ -174,8 +174,10 @@ SCHEDULER_STOP = "scheduler"  # the stop reason the driver gives a trial a sched
 
 def stopped_note(rows: pd.DataFrame, metric: str) -> str | None:
     """Which stage-1 trials a scheduler stopped, per loss, and where: "ce: 3 of 5
-    stopped (rung 0: 2, rung 1: 1)", by ``stop_rung`` where the rows have it, else by
-    the optimiser steps they ran; and how the curves count them. None where none stopped."""
+    stopped (rung 1: 2, rung 3: 1)", by ``stop_rung`` where the rows have it (a rung
+    named by the evaluations a trial ran to reach it, ``sweep_service.results``), else
+    by the optimiser steps they ran; and how the curves count them. None where none
+    stopped."""
     tuned = stage_one_rows(rows, metric)
     if tuned.empty or "stop_reason" not in tuned:
         return None

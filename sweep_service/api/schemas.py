@@ -190,6 +190,9 @@ class TrialPublic(BaseModel):
     below_no_skill_reason: str | None = None
     # FINISHED only: why it stopped: epochs, max_steps, early_stopping or scheduler
     stop_reason: str | None = None
+    # A scheduler's stop: the rung it reached, named by its evaluations (halving's at
+    # 1, 3, 9, ...): the trial ran that many evaluations and was stopped there.
+    stop_rung: int | None = None
     mlflow_run: str | None = None  # the run in the MLflow UI (DICESWEEP_MLFLOW_UI_URL)
 
 

@@ -226,6 +226,7 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         degenerate_reason=degenerate_reason(metrics),
         below_no_skill_reason=below_no_skill_reason(metrics),
         stop_reason=None if _missing(row.get("stop_reason")) else row["stop_reason"],
+        stop_rung=None if _missing(row.get("stop_rung")) else int(row["stop_rung"]),
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
 

@@ -75,6 +75,7 @@ class TrialLine:
     stop_reason: str | None  # e.g. "early_stopping", once FINISHED
     mlflow_url: str | None
     degenerate_reason: str | None = None  # why its predictions show it learned nothing
+    stop_rung: int | None = None  # a scheduler's stop: the rung, in evaluations, it reached
 
 
 def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list[TrialLine]:
@@ -92,6 +93,7 @@ def trial_lines(rows: pd.DataFrame, metric: str, experiment: str | None) -> list
             stop_reason=_text(row.get("stop_reason")),
             mlflow_url=run_url(experiment, str(row["run_id"])) if experiment else None,
             degenerate_reason=degenerate_reason(row, metric),
+            stop_rung=_whole(row.get("stop_rung")),
         )
         for row in rows.to_dict(orient="records")
     ]

@@ -16,7 +16,8 @@ from search_spaces.reports.budget import (
 
 
 def _rows(stop_rung: bool) -> pd.DataFrame:
-    """ce: five stage-1 trials, three stopped at rung 0, one at rung 1, one to its end."""
+    """ce: five stage-1 trials, three stopped at the rung of 1 evaluation, one at
+    the rung of 3, one to its end."""
     rows = pd.DataFrame(
         {
             "loss": ["ce"] * 5,
@@ -27,7 +28,7 @@ def _rows(stop_rung: bool) -> pd.DataFrame:
         }
     )
     if stop_rung:
-        rows["stop_rung"] = [0, 1, None, 0, 0]
+        rows["stop_rung"] = [1, 3, None, 1, 1]
     return rows
 
 
@@ -44,7 +45,7 @@ def test_stopped_trials_count_at_their_last_score_and_the_notes_say_where() -> N
     table = with_budget_curves(_table(), rows, random_sampling=True)
     note = table.attrs["budget"]["stopped"]
     assert note.startswith("Stage-1 trials stopped by the scheduler: ce: 4 of 5 stopped")
-    assert "(rung 0: 3, rung 1: 1)" in note
+    assert "(rung 1: 3, rung 3: 1)" in note
     assert "each at its last evaluation's score" in note
     assert note in budget_lines(table)
     assert note in budget_markdown(table)

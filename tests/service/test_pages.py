@@ -404,3 +404,38 @@ def test_a_stage_one_trial_at_a_small_rate_shows_the_rate_it_tried(
     assert "ce seed=0 mrpc/original · tune learning_rate=0.0003" in text
     rows = trial_rows(tracking, sweep.id)
     assert sorted(rows["tuned_learning_rate"]) == [3e-05, 0.0003]
+
+
+def test_a_trial_the_scheduler_stopped_shows_the_rung_it_reached(
+    signed_in: Api, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    """A stage-1 trial halving stopped: the page, the API and the rows say at which
+    rung (counted in evaluations, one point of its ``optimizer_steps`` history each)."""
+    api = signed_in
+    sweep = create_sweep(session, alice.id, make_draft("halved", trials=2)).sweep
+    transition_sweep(session, sweep.id, SweepStatus.SUBMITTED)
+    transition_sweep(session, sweep.id, SweepStatus.RUNNING)
+    trials = [
+        FakeTrial({"name": "ce"}, seed=0, eval_f1=61.0),
+        FakeTrial({"name": "ce"}, seed=0, eval_f1=84.0),
+    ]
+    stopped, kept = write_trials(tracking, sweep.id, trials)
+    for run_id, rate, steps, why in (
+        (stopped, "0.001", (100, 200, 300), "scheduler"),
+        (kept, "0.0001", (100, 200, 300, 400, 500), "epochs"),
+    ):
+        tracking.set_tag(run_id, STAGE_TAG, "tune")
+        tracking.set_tag(run_id, "dicesweep.stop_reason", why)
+        tracking.log_param(run_id, "tuned.learning_rate", rate)
+        for step in steps:
+            tracking.log_metric(run_id, "optimizer_steps", step, step=step)
+    record_progress(session, sweep.id, read_progress(tracking, sweep.id))
+    html = api.client.get(f"/sweeps/{sweep.id}").text
+    assert ">scheduler, rung 3</div>" in html
+    assert "the scheduler stopped it at the rung of 3 evaluations" in html
+    assert '<div class="stop">epochs</div>' in html
+    rows = trial_rows(tracking, sweep.id).set_index("run_id")
+    assert rows.loc[stopped, "stop_rung"] == 3
+    assert rows.loc[kept, "stop_rung"] != rows.loc[kept, "stop_rung"]  # NaN: not stopped
+    answer = api.client.get(f"/v1/sweeps/{sweep.id}/trials").json()["data"]
+    assert {trial["run_id"]: trial["stop_rung"] for trial in answer} == {stopped: 3, kept: None}
