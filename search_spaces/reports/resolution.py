@@ -76,3 +76,15 @@ def resolvable_line(table: pd.DataFrame) -> str | None:
         " spread of the per-seed differences, with the 95% range that spread's own"
         f" uncertainty allows; a smaller Δ is evidence neither way): {shown}."
     )
+
+
+def seeds_to_resolve(spread: float, delta: float, most: int = 100) -> int | None:
+    """The fewest seeds (paired differences) at which ``resolvable_difference(spread,
+    k)`` is within ``|delta|``: how many a cell needs for its paired test to detect its
+    Δ with 80% power, if the spread seen so far is the true one. None where even
+    ``most`` seeds do not (or Δ is 0 or NaN)."""
+    if not (math.isfinite(spread) and math.isfinite(delta)) or delta == 0:
+        return None
+    return next(
+        (k for k in range(2, most + 1) if resolvable_difference(spread, k) <= abs(delta)), None
+    )

@@ -1,0 +1,62 @@
+"""Which cells more seeds could decide (scripts/seeds_worth_adding.py), by hand and on
+study 1's published trials."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from search_spaces.reports.resolution import resolvable_difference, seeds_to_resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from seeds_worth_adding import verdict  # noqa: E402
+
+
+def test_the_seeds_a_difference_needs_at_a_given_spread() -> None:
+    # At k seeds a paired test resolves (t(.975) + t(.80)) * s / sqrt(k): the fewest k
+    # with that within |delta|, and not one fewer.
+    k = seeds_to_resolve(1.0, 1.5)
+    assert k is not None
+    assert resolvable_difference(1.0, k) <= 1.5 < resolvable_difference(1.0, k - 1)
+    assert seeds_to_resolve(1.0, -1.5) == k  # the sign does not matter
+    assert seeds_to_resolve(1.0, 0.0) is None
+    assert seeds_to_resolve(1.0, 0.01, most=50) is None  # not within 50 seeds
+
+
+@pytest.mark.parametrize(
+    ("delta", "resolves", "expected"),
+    [
+        (-2.0, 1.0, "resolved"),
+        (-2.0, 3.9, "worth more seeds"),
+        (2.0, 4.1, "not at this spread"),
+        (2.0, float("nan"), "no test"),
+    ],
+)
+def test_the_verdict_at_a_factor_of_two(delta: float, resolves: float, expected: str) -> None:
+    assert verdict(delta, resolves, factor=2.0) == expected
+
+
+def test_study_1_names_tversky_alone_as_worth_more_seeds() -> None:
+    shards = ["study1-conll-ce", "study1-conll-dsc-tversky", "study1-conll-wce-focal"]
+    result = subprocess.run(
+        [sys.executable, "scripts/seeds_worth_adding.py", *shards, "study1-conll-dice"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    verdicts = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")[7]
+        for line in result.stdout.splitlines()[2:]
+    }
+    assert verdicts == {
+        "dice(smooth=1)": "resolved",
+        "dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true)": "resolved",
+        "focal(gamma=2)": "not at this spread",
+        "tversky(alpha=0.3,beta=0.7,scope=set)": "worth more seeds",
+        "wce(k=1)": "resolved",
+    }
