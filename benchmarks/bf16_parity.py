@@ -32,7 +32,7 @@ RESULTS = ROOT / "docs" / "results"
 TITLE = "Training: the same F1 in bf16"
 # The published parity study (docs/results/README.md, study 6): data set, fp32, bf16.
 PAIRS = [
-    ("conll2003", "study6-parity-conll-fp32", "study6-parity-conll-bf16"),
+    ("conll2003", "study6-parity-conll-12ep-fp32", "study6-parity-conll-12ep-bf16"),
     ("mrpc", "study6-parity-mrpc-fp32", "study6-parity-mrpc-bf16"),
 ]
 PRECISIONS = ("fp32", "bf16")

@@ -60,3 +60,25 @@ def test_study_1_names_tversky_alone_as_worth_more_seeds() -> None:
         "tversky(alpha=0.3,beta=0.7,scope=set)": "worth more seeds",
         "wce(k=1)": "resolved",
     }
+
+
+def test_study_2_names_dsc_on_two_variants_as_worth_more_seeds() -> None:
+    """docs/results/README.md's study C: the two cells, and the seeds each needs."""
+    shards = [
+        f"study2-mrpc-variants-{part}"
+        for part in ("ce", "focal-a", "focal-b", "dice-a", "dice-b", "dice-c", "dsc-a", "dsc-b")
+    ]
+    result = subprocess.run(
+        [sys.executable, "scripts/seeds_worth_adding.py", *shards],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    worth = {
+        (cells[0], cells[1]): cells[8]
+        for line in result.stdout.splitlines()[2:]
+        if (cells := [cell.strip() for cell in line.strip("|").split("|")])[7] == "worth more seeds"
+    }
+    dsc = "dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true)"
+    assert worth == {(dsc, "+negative"): "4", (dsc, "+positive&negative"): "6"}
