@@ -78,7 +78,11 @@ def base_spec(args: argparse.Namespace) -> dict[str, Any]:
         from bench_train import minilm_path
 
         spec["model"] = minilm_path()
-    caps = {"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples}
+    caps = {
+        "max_train_examples": args.train_examples,
+        "max_eval_examples": args.eval_examples,
+        "precision": args.precision,  # both sweeps alike: the comparison stays fair
+    }
     spec["training"] = {**spec["training"], **{k: v for k, v in caps.items() if v is not None}}
     if args.smoke:  # a minute: few examples, one evaluation per 8 steps
         limits = {"max_train_examples": 400, "max_eval_examples": 100, "eval_every_steps": 8}
@@ -234,8 +238,12 @@ def table(args: argparse.Namespace, found: dict[str, Any]) -> str:
 
 
 def caps_flags(args: argparse.Namespace) -> str:
-    """The caps given on the command line, as flags for the docs' command."""
-    flags = {"--train-examples": args.train_examples, "--eval-examples": args.eval_examples}
+    """The caps and the precision given on the command line, as flags for the docs' command."""
+    flags = {
+        "--train-examples": args.train_examples,
+        "--eval-examples": args.eval_examples,
+        "--precision": args.precision,
+    }
     return "".join(f" {flag} {value}" for flag, value in flags.items() if value is not None)
 
 
@@ -253,6 +261,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--eval-examples", type=int, default=None, help="cap on dev examples (default: all)"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        default=None,
+        help="training.precision of every trial (default: the spec's, auto)",
     )
     parser.add_argument("--smoke", action="store_true", help="few examples, 1 epoch")
     parser.add_argument("--no-docs", action="store_true", help="print only")
