@@ -6,8 +6,9 @@ answers for the device the trial got:
 
 - ``auto``: bf16 on a CUDA GPU that supports it, fp16 with a gradient scaler on one
   that does not, fp32 on a CPU. A CPU with native bf16 (AVX-512 BF16 or AMX) steps
-  faster under bf16 autocast, but bf16's F1 on a CPU is not yet shown to match fp32's,
-  so ``auto`` stays fp32 there (docs/sweeps.md).
+  faster under bf16 autocast; ``auto`` stays fp32 there all the same, so a CPU trial
+  trains in bf16 only when its spec asks for it (docs/sweeps.md: how its F1 compares
+  with fp32's).
 - ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it (slow:
   logged).
 - ``fp16``: fp16 autocast and ``torch.amp.GradScaler``, on a CUDA GPU only (refused at
@@ -63,7 +64,7 @@ def resolve(requested: str, device: torch.device) -> Resolved:
     cuda = device.type == "cuda"
     if requested == "auto":
         if not cuda:
-            return "fp32"  # until bf16's parity on a CPU is measured (docs/sweeps.md)
+            return "fp32"  # bf16 on a CPU is asked for, never chosen (docs/sweeps.md)
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     if requested == "fp16" and not cuda:
         raise PrecisionUnavailableError(

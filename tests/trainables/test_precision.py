@@ -98,7 +98,7 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
 
 
 def test_auto_resolves_to_fp32_on_a_cpu_and_explicit_settings_stand() -> None:
-    assert resolve("auto", CPU) == "fp32"  # bf16's F1 parity on a CPU is not yet shown
+    assert resolve("auto", CPU) == "fp32"  # bf16 on a CPU is asked for, never chosen
     assert resolve("fp32", CPU) == "fp32"
     assert resolve("bf16", CPU) == "bf16"
     assert grad_scaler(CPU, "fp32") is None
