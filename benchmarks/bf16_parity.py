@@ -37,6 +37,8 @@ PAIRS = [
 ]
 PRECISIONS = ("fp32", "bf16")
 METRIC = "eval_f1"
+# A trial that learned nothing, or scores at or under the no-skill rule (search_spaces.flags).
+FLAG_COLUMNS = ("degenerate_reason", "below_no_skill_reason")
 
 
 def load_trials(name: str, precision: str, results: Path = RESULTS) -> pd.DataFrame:
@@ -62,7 +64,8 @@ def parity(fp32: pd.DataFrame, bf16: pd.DataFrame) -> pd.DataFrame:
     (``low``, ``high``) and ``p_value``, the difference the seeds ``resolve`` (and its
     range), ``within`` (|delta| below it), the largest range of a trial's last three
     evaluations (``last_range``) against the larger seed spread (``spread``), and
-    ``steps`` (each trial's optimiser steps; the same for both precisions)."""
+    ``steps`` (each trial's optimiser steps; the same for both precisions) and the
+    ``flagged`` trials ("bf16 seed 1": constant, or at or under no-skill)."""
     from scipy import stats
 
     rows = pd.concat([fp32, bf16], ignore_index=True)
@@ -81,6 +84,11 @@ def parity(fp32: pd.DataFrame, bf16: pd.DataFrame) -> pd.DataFrame:
         )
         spread = float(by.std(ddof=1).max())
         last = pd.to_numeric(block.get("last_evaluations_range"), errors="coerce")
+        flags = pd.Series(False, index=block.index)
+        for column in FLAG_COLUMNS:
+            if column in block:
+                flags |= block[column].astype("string").fillna("") != ""
+        flagged = [f"{r.precision} seed {r.seed}" for r in block[flags].itertuples()]
         lines.append(
             {
                 "loss": test.loss,
@@ -98,6 +106,7 @@ def parity(fp32: pd.DataFrame, bf16: pd.DataFrame) -> pd.DataFrame:
                 "last_range": float(last.max()) if last.notna().any() else math.nan,
                 "spread": spread,
                 "steps": sorted(pd.to_numeric(block["optimizer_steps"]).astype(int).unique()),
+                "flagged": flagged,
             }
         )
     return pd.DataFrame(lines)
@@ -130,7 +139,43 @@ def render(tables: dict[str, pd.DataFrame], pairs: list[tuple[str, str, str]]) -
         f"{dataset}: [{fp32}]({'results/' + fp32}.md) and [{bf16}]({'results/' + bf16}.md)"
         for dataset, fp32, bf16 in pairs
     )
-    return "\n".join(lines) + f"\n\nSweeps: {sources}."
+    return "\n".join(lines) + f"\n\n{verdict(tables)}\n\nSweeps: {sources}."
+
+
+def verdict(tables: dict[str, pd.DataFrame]) -> str:
+    """What the table says, in sentences: how many differences the seeds resolve, how
+    far the intervals reach, and which trials had not levelled off."""
+    every = pd.concat(
+        [table.assign(dataset=dataset) for dataset, table in tables.items()], ignore_index=True
+    )
+    unresolved = int(every["within"].sum())
+    reach = float(every[["low", "high"]].abs().to_numpy().max())
+    rising = every[every["last_range"] > every["spread"]]
+    level = (
+        "every cell's trials moved less than its seeds spread over their last three evaluations"
+        if rising.empty
+        else "over their last three evaluations the trials of "
+        + ", ".join(f"{r.loss} on {r.dataset}" for r in rising.itertuples())
+        + " moved more than their seeds spread ("
+        + ", ".join(f"{r.last_range:.2f} against {r.spread:.2f}" for r in rising.itertuples())
+        + ")"
+    )
+    flagged = [
+        f"{r.loss} on {r.dataset}: {', '.join(r.flagged)}" for r in every.itertuples() if r.flagged
+    ]
+    flags = (
+        " Flagged (constant, or at or under no-skill) and kept in the means: "
+        + "; ".join(flagged)
+        + "."
+        if flagged
+        else ""
+    )
+    return (
+        f"{unresolved} of {len(every)} differences bf16 − fp32 are within what their seeds "
+        f"resolve: these seeds show no difference there. The differences' 95% intervals "
+        f"reach {reach:.2f} F1: a difference up to that size, either way, is not excluded. "
+        f"Convergence: {level}.{flags}"
+    )
 
 
 def main() -> None:

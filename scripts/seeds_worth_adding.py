@@ -113,7 +113,7 @@ def main() -> None:
         flagged = pd.Series(False, index=rows.index)
         for column in FLAGS:
             if column in rows:
-                flagged |= rows[column].fillna("").astype(str) != ""
+                flagged |= rows[column].astype("string").fillna("") != ""
         rows = rows[~flagged]
     print(render(cells(rows, args.factor)))
 
