@@ -82,3 +82,21 @@ def test_study_2_names_dsc_on_two_variants_as_worth_more_seeds() -> None:
     }
     dsc = "dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true)"
     assert worth == {(dsc, "+negative"): "4", (dsc, "+positive&negative"): "6"}
+
+
+def test_seed_3_resolves_dsc_on_minus_negative_as_predicted() -> None:
+    """Study C's first extension: with seed 3 of ce and dsc, the +negative cell is resolved."""
+    shards = [
+        f"study2-mrpc-variants-{part}"
+        for part in ("ce", "focal-a", "focal-b", "dice-a", "dice-b", "dice-c", "dsc-a", "dsc-b")
+    ]
+    shards += ["studyC-mrpc-negative-ce-seed3", "studyC-mrpc-negative-dsc-seed3"]
+    result = subprocess.run(
+        [sys.executable, "scripts/seeds_worth_adding.py", *shards],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dsc = "| dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true) | +negative | "
+    assert f"{dsc}4 | -29.43 | 0.022 | 27.92 | 0.9 | resolved | 4 |" in result.stdout
