@@ -15,6 +15,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from seeds_worth_adding import verdict  # noqa: E402
 
+# Study 2's eight variant shards, as docs/results/study2-mrpc.md merges them.
+STUDY_2 = [
+    f"study2-mrpc-variants-{part}"
+    for part in ("ce", "focal-a", "focal-b", "dice-a", "dice-b", "dice-c", "dsc-a", "dsc-b")
+]
+
+
+def _table(*shards: str) -> str:
+    """What scripts/seeds_worth_adding.py prints for these published shards."""
+    result = subprocess.run(
+        [sys.executable, "scripts/seeds_worth_adding.py", *shards],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
 
 def test_the_seeds_a_difference_needs_at_a_given_spread() -> None:
     # At k seeds a paired test resolves (t(.975) + t(.80)) * s / sqrt(k): the fewest k
@@ -42,16 +60,9 @@ def test_the_verdict_at_a_factor_of_two(delta: float, resolves: float, expected:
 
 def test_study_1_names_tversky_alone_as_worth_more_seeds() -> None:
     shards = ["study1-conll-ce", "study1-conll-dsc-tversky", "study1-conll-wce-focal"]
-    result = subprocess.run(
-        [sys.executable, "scripts/seeds_worth_adding.py", *shards, "study1-conll-dice"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    stdout = _table(*shards, "study1-conll-dice")
     verdicts = {
-        line.split(" | ")[0].strip("| "): line.split(" | ")[7]
-        for line in result.stdout.splitlines()[2:]
+        line.split(" | ")[0].strip("| "): line.split(" | ")[7] for line in stdout.splitlines()[2:]
     }
     assert verdicts == {
         "dice(smooth=1)": "resolved",
@@ -64,39 +75,18 @@ def test_study_1_names_tversky_alone_as_worth_more_seeds() -> None:
 
 def test_study_2_names_dsc_on_two_variants_as_worth_more_seeds() -> None:
     """docs/results/README.md's study C: the two cells, and the seeds each needs."""
-    shards = [
-        f"study2-mrpc-variants-{part}"
-        for part in ("ce", "focal-a", "focal-b", "dice-a", "dice-b", "dice-c", "dsc-a", "dsc-b")
-    ]
-    result = subprocess.run(
-        [sys.executable, "scripts/seeds_worth_adding.py", *shards],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    stdout = _table(*STUDY_2)
     worth = {
         (cells[0], cells[1]): cells[8]
-        for line in result.stdout.splitlines()[2:]
+        for line in stdout.splitlines()[2:]
         if (cells := [cell.strip() for cell in line.strip("|").split("|")])[7] == "worth more seeds"
     }
     dsc = "dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true)"
     assert worth == {(dsc, "+negative"): "4", (dsc, "+positive&negative"): "6"}
 
 
-def test_seed_3_resolves_dsc_on_minus_negative_as_predicted() -> None:
+def test_seed_3_resolves_dsc_on_plus_negative_as_predicted() -> None:
     """Study C's first extension: with seed 3 of ce and dsc, the +negative cell is resolved."""
-    shards = [
-        f"study2-mrpc-variants-{part}"
-        for part in ("ce", "focal-a", "focal-b", "dice-a", "dice-b", "dice-c", "dsc-a", "dsc-b")
-    ]
-    shards += ["studyC-mrpc-negative-ce-seed3", "studyC-mrpc-negative-dsc-seed3"]
-    result = subprocess.run(
-        [sys.executable, "scripts/seeds_worth_adding.py", *shards],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    stdout = _table(*STUDY_2, "studyC-mrpc-negative-ce-seed3", "studyC-mrpc-negative-dsc-seed3")
     dsc = "| dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true) | +negative | "
-    assert f"{dsc}4 | -29.43 | 0.022 | 27.92 | 0.9 | resolved | 4 |" in result.stdout
+    assert f"{dsc}4 | -29.43 | 0.022 | 27.92 | 0.9 | resolved | 4 |" in stdout
