@@ -36,7 +36,14 @@ from trainables.checkpoints import CHECKPOINT_FILE as CHECKPOINT_FILE  # re-expo
 from trainables.checkpoints import load_checkpoint, save_checkpoint
 from trainables.losses import build_loss
 from trainables.modeling import TINY_BERT
-from trainables.precision import Resolved, autocast, batch_loss, grad_scaler, resolve
+from trainables.precision import (
+    Resolved,
+    autocast,
+    batch_loss,
+    grad_scaler,
+    model_width,
+    resolve,
+)
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
@@ -194,10 +201,10 @@ def fit(
     """
     seed_everything(seed)
     device = pick_device()
-    precision = resolve(training.precision, device)
-    scaler = grad_scaler(device, precision)
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
     model = data.task.build_model(model_name, vocab).to(device)
+    precision = resolve(training.precision, device, model_width(model))
+    scaler = grad_scaler(device, precision)
     counts = data.task.class_counts(data.train_features)
     # Span tasks name no classes (their losses see binary start/end inputs): no labels.
     labels = data.task.labels or None
@@ -321,7 +328,7 @@ def train_step(
     backward pass, the gradients unscaled before clipping, and a step whose gradients
     overflowed is skipped (``GradScaler``'s rule)."""
     batch = to_device(batch, device)
-    with autocast(device, resolve(training.precision, device)):
+    with autocast(device, resolve(training.precision, device, model_width(model))):
         outputs = model(**model_inputs(batch))
     loss = batch_loss(data.task.loss, outputs, batch, loss_fn, device)
     optimizer.zero_grad(set_to_none=True)

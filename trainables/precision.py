@@ -5,12 +5,15 @@ under, the gradient scaler fp16 needs, and the loss computed in fp32 whatever it
 answers for the device the trial got:
 
 - ``auto``: bf16 on a CUDA GPU that supports it, fp16 with a gradient scaler on one
-  that does not, fp32 on a CPU. A CPU with native bf16 (AVX-512 BF16 or AMX) steps
-  faster under bf16 autocast; ``auto`` stays fp32 there all the same, so a CPU trial
-  trains in bf16 only when its spec asks for it (docs/sweeps.md: how its F1 compares
-  with fp32's).
-- ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it (slow:
-  logged).
+  that does not. On a CPU, bf16 where it is measured faster: the CPU has native bf16
+  (AVX-512 BF16 or AMX) and a bf16 matrix product of the model's width runs at least
+  ``BF16_MIN_SPEEDUP`` times as fast as the fp32 one (``cpu_bf16_speedup``, timed once
+  per process); else fp32. Native bf16 alone does not decide it: an AMD EPYC (Zen 4)
+  stepped MiniLM-L6 1.5x faster in bf16, an Intel Xeon with AVX-512 BF16 and no AMX
+  1.6x slower (docs/benchmarks.md). Its F1 matches fp32's within what 3 seeds resolve
+  (docs/sweeps.md).
+- ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it, and
+  one whose bf16 products are measured slower than fp32's runs it slower (both logged).
 - ``fp16``: fp16 autocast and ``torch.amp.GradScaler``, on a CUDA GPU only (refused at
   submission without one: ``sweep_service.api.operations.resource_issues``).
 - ``fp32``: no autocast.
@@ -22,6 +25,8 @@ Tversky and DSC sums and denominators are never rounded to 16 bits.
 from __future__ import annotations
 
 import logging
+import statistics
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import cache
@@ -34,6 +39,10 @@ from torch import Tensor
 Resolved = Literal["fp32", "bf16", "fp16"]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of native bf16
+# ``auto`` takes bf16 on a CPU whose bf16 products run at least this much faster than
+# fp32's: a margin, so that timing noise near 1x never flips a sweep's trials between
+# precisions (the hosts measured so far sit far from it, at about 0.55x and 2x).
+BF16_MIN_SPEEDUP = 1.25
 
 log = logging.getLogger(__name__)
 
@@ -54,28 +63,85 @@ def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     return any(flag in flags.split() for flag in CPU_BF16_FLAGS)
 
 
-@cache  # train_step asks every step; the bf16 warning is logged once
-def resolve(requested: str, device: torch.device) -> Resolved:
-    """The precision a trial on ``device`` trains in for ``training.precision``.
+@cache  # once per width and thread count in a process: about 0.1 s
+def cpu_bf16_speedup(width: int, threads: int | None = None) -> float:
+    """How many times faster this CPU multiplies in bf16 than in fp32, at a transformer
+    layer's shape for ``width`` (256 tokens by ``width``, times ``width`` by 4 ``width``:
+    the feed-forward product that dominates a step) on ``threads`` threads (default:
+    torch's current count): fp32 time / bf16 time, the median of 3 interleaved pairs."""
+    threads = threads or torch.get_num_threads()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        a = torch.randn(256, width, generator=generator)
+        b = torch.randn(width, 4 * width, generator=generator)
+        reps = max(3, int(1e9 // (2 * 256 * width * 4 * width)))  # ~1 GFLOP a timing
+
+        def clock(x: Tensor, y: Tensor) -> float:
+            x @ y  # warm-up: oneDNN builds its kernel on the first call
+            start = time.perf_counter()
+            for _ in range(reps):
+                x @ y
+            return time.perf_counter() - start
+
+        low = (a.to(torch.bfloat16), b.to(torch.bfloat16))
+        return statistics.median(clock(a, b) / clock(*low) for _ in range(3))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def model_width(model: torch.nn.Module) -> int | None:
+    """The hidden size of a Hugging Face model (its config's ``hidden_size``), else None."""
+    width = getattr(getattr(model, "config", None), "hidden_size", None)
+    return width if isinstance(width, int) else None
+
+
+@cache  # train_step asks every step; the choice and its warnings are logged once
+def resolve(requested: str, device: torch.device, width: int | None = None) -> Resolved:
+    """The precision a trial on ``device`` trains in for ``training.precision``;
+    ``width`` (the model's hidden size) lets ``auto`` measure bf16 on a CPU, and
+    without it ``auto`` is fp32 there.
 
     Raises:
         PrecisionUnavailableError: ``fp16`` on a device other than a CUDA GPU.
     """
     cuda = device.type == "cuda"
     if requested == "auto":
-        if not cuda:
-            return "fp32"  # bf16 on a CPU is asked for, never chosen (docs/sweeps.md)
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        if cuda:
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        if width is None or not cpu_has_native_bf16():
+            return "fp32"
+        speedup = cpu_bf16_speedup(width)
+        chosen: Resolved = "bf16" if speedup >= BF16_MIN_SPEEDUP else "fp32"
+        log.info(
+            "training.precision auto: %s (a bf16 product of width %d ran %.2fx as fast as "
+            "fp32's on this CPU; bf16 from %.2fx)",
+            chosen,
+            width,
+            speedup,
+            BF16_MIN_SPEEDUP,
+        )
+        return chosen
     if requested == "fp16" and not cuda:
         raise PrecisionUnavailableError(
             f"training.precision: fp16 needs a CUDA GPU (with a gradient scaler); this trial "
             f"runs on {device.type}: use bf16 or fp32, or set resources.gpus_per_trial"
         )
-    if requested == "bf16" and not cuda and not cpu_has_native_bf16():
-        log.warning(
-            "training.precision bf16 on a CPU without native bf16 (%s): emulated, slower than fp32",
-            " or ".join(CPU_BF16_FLAGS),
-        )
+    if requested == "bf16" and not cuda:
+        if not cpu_has_native_bf16():
+            log.warning(
+                "training.precision bf16 on a CPU without native bf16 (%s): emulated, slower "
+                "than fp32",
+                " or ".join(CPU_BF16_FLAGS),
+            )
+        elif width is not None and (speedup := cpu_bf16_speedup(width)) < 1:
+            log.warning(
+                "training.precision bf16: a bf16 product of width %d runs %.2fx as fast as "
+                "fp32's on this CPU (slower); auto would train in fp32 here",
+                width,
+                speedup,
+            )
     assert requested in ("fp32", "bf16", "fp16"), requested  # the spec's Literal
     return requested  # type: ignore[return-value]
 

@@ -20,6 +20,7 @@ from trainables.precision import (
     PrecisionUnavailableError,
     autocast,
     batch_loss,
+    cpu_bf16_speedup,
     cpu_has_native_bf16,
     grad_scaler,
     resolve,
@@ -97,8 +98,66 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
     assert got == pytest.approx(expected, abs=1e-6, rel=0)
 
 
-def test_auto_resolves_to_fp32_on_a_cpu_and_explicit_settings_stand() -> None:
-    assert resolve("auto", CPU) == "fp32"  # bf16 on a CPU is asked for, never chosen
+@pytest.mark.parametrize(
+    ("native", "speedup", "width", "expected"),
+    [
+        (True, 2.0, 384, "bf16"),  # native and measured faster (an AMD EPYC, Zen 4)
+        (True, 0.55, 384, "fp32"),  # native but measured slower (a Xeon without AMX)
+        (True, 1.1, 384, "fp32"),  # faster, but within the margin timing noise could flip
+        (False, 2.0, 384, "fp32"),  # emulated bf16 is never chosen
+        (True, 2.0, None, "fp32"),  # nothing to measure at: no model width
+    ],
+    ids=["faster", "slower", "marginal", "not-native", "no-width"],
+)
+def test_auto_on_a_cpu_takes_bf16_only_where_it_is_measured_faster(
+    monkeypatch: pytest.MonkeyPatch,
+    native: bool,
+    speedup: float,
+    width: int | None,
+    expected: str,
+) -> None:
+    import trainables.precision as precision
+
+    measured: list[int] = []
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(
+        precision, "cpu_bf16_speedup", lambda width: measured.append(width) or speedup
+    )
+    precision.resolve.cache_clear()
+    try:
+        assert precision.resolve("auto", CPU, width) == expected
+        assert measured == ([width] if native and width else [])
+        assert precision.resolve("fp32", CPU, width) == "fp32"  # an explicit setting stands
+    finally:
+        precision.resolve.cache_clear()
+
+
+def test_the_bf16_probe_times_both_precisions_on_this_cpu() -> None:
+    """The real measurement: a finite positive ratio, the thread count left as it was."""
+    threads = torch.get_num_threads()
+    speedup = cpu_bf16_speedup(64, threads=1)
+    assert 0.05 < speedup < 50
+    assert torch.get_num_threads() == threads
+
+
+def test_bf16_asked_for_where_it_is_measured_slower_is_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import trainables.precision as precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda width: 0.55)
+    precision.resolve.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="trainables.precision"):
+            assert precision.resolve("bf16", CPU, 384) == "bf16"  # asked for: it stands
+    finally:
+        precision.resolve.cache_clear()
+    assert "runs 0.55x as fast as fp32's on this CPU" in caplog.text
+
+
+def test_explicit_settings_stand_on_a_cpu() -> None:
+    assert resolve("auto", CPU) == "fp32"  # no model width: nothing measured
     assert resolve("fp32", CPU) == "fp32"
     assert resolve("bf16", CPU) == "bf16"
     assert grad_scaler(CPU, "fp32") is None
@@ -182,12 +241,36 @@ def test_a_scaled_step_updates_the_weights_as_the_plain_step_does() -> None:
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(("speedup", "expected"), [(0.55, "fp32"), (2.0, "bf16")])
+def test_a_trial_on_auto_trains_in_what_its_cpu_was_measured_faster_in(
+    toy_home: Any, monkeypatch: pytest.MonkeyPatch, speedup: float, expected: str
+) -> None:
+    """A real trial (tiny-bert, in process): ``auto`` measures at the model's width
+    (64) and every report says the precision chosen."""
+    import trainables.precision as precision
+    from tests.trainables.test_train import Recorder, toy_config
+    from trainables.train import run_trial
+
+    widths: list[int] = []
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda w: widths.append(w) or speedup)
+    precision.resolve.cache_clear()
+    try:
+        recorder = Recorder()
+        assert run_trial(toy_config(epochs=1), recorder, toy_home)["precision"] == expected
+    finally:
+        precision.resolve.cache_clear()
+    assert widths == [64]  # measured once, at tiny-bert's hidden size
+    assert [report["precision"] for report in recorder.reports] == [expected]
+
+
 def test_a_trial_reports_the_precision_it_trained_in(toy_home: Any) -> None:
     from tests.trainables.test_train import Recorder, toy_config
     from trainables.train import run_trial
 
     plain = Recorder()
-    assert run_trial(toy_config(epochs=1), plain, toy_home)["precision"] == "fp32"  # auto
+    fp32 = run_trial(toy_config(epochs=1, precision="fp32"), plain, toy_home)
+    assert fp32["precision"] == "fp32"
     assert [report["precision"] for report in plain.reports] == ["fp32"]
     bf16 = run_trial(toy_config(epochs=1, precision="bf16"), Recorder(), toy_home)
     assert bf16["precision"] == "bf16"
