@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from train_throughput import render_throughput, throughput
 
-from docs_table import machine_description, write_section
+from docs_table import cpu_family, machine_description, write_section
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
@@ -188,9 +188,12 @@ def main() -> None:
                 rows += [{"dataset": dataset, **row} for row in found]
             table = render_throughput(rows)
             print(table, flush=True)
-            if not args.quick:
-                title = "Training throughput: ours vs Trainer"
-                write_section(args.docs, title, describe_rate(table, args.throughput_repeats))
+            probe = bf16_probe(model)
+            print(probe, flush=True)
+            if not args.quick:  # one section per CPU: bf16's gain depends on the chip
+                title = f"Training throughput: ours vs Trainer on {cpu_family()}"
+                body = describe_rate(table, args.throughput_repeats) + "\n" + probe + "\n"
+                write_section(args.docs, title, body)
             return
         cap = 300 if args.quick else None
         for dataset in args.dataset or list(RUNS):
@@ -203,6 +206,30 @@ def main() -> None:
             if not args.quick:  # one section per data set: each reruns on its own
                 title = f"Training: a MiniLM-L6 fine-tune on {dataset}"
                 write_section(args.docs, title, describe(table, dataset, took))
+
+
+def bf16_probe(model: str) -> str:
+    """What ``training.precision: auto`` measures and chooses on this CPU for ``model``
+    (``trainables.precision``): the line under the throughput table."""
+    from trainables.modeling import TINY_VOCAB_SIZE
+    from trainables.precision import (
+        BF16_MIN_SPEEDUP,
+        cpu_bf16_speedup,
+        cpu_has_native_bf16,
+        model_width,
+    )
+
+    width = model_width(build_model(model, "ner", 9, vocab_size=TINY_VOCAB_SIZE))
+    assert width is not None, f"{model} has no hidden_size"
+    if not cpu_has_native_bf16():
+        return "`precision: auto` on this CPU: fp32 (no native bf16: AVX-512 BF16 or AMX)."
+    speedup = cpu_bf16_speedup(width)
+    chosen = "bf16" if speedup >= BF16_MIN_SPEEDUP else "fp32"
+    return (
+        f"`precision: auto` on this CPU: {chosen}; its probe (`cpu_bf16_speedup`) timed a "
+        f"bf16 product of the model's width {width} at {speedup:.2f}× fp32's "
+        f"({torch.get_num_threads()} threads; bf16 from {BF16_MIN_SPEEDUP}×)."
+    )
 
 
 def describe_rate(table: str, repeats: int) -> str:

@@ -23,15 +23,26 @@ def write_section(path: Path, title: str, body: str) -> None:
     path.write_text(text)
 
 
-def machine_description() -> str:
-    """CPU model, core count and memory, for the line that says where figures come from."""
-    model = platform.machine()
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (the architecture where it cannot be read)."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         for line in cpuinfo.read_text().splitlines():
             if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
+def cpu_family() -> str:
+    """The CPU's model name without trademarks and ``Processor`` ("Intel Xeon", "AMD
+    EPYC 9B14"), for a section heading that keeps one host's figures apart from another's."""
+    name = re.sub(r"\((R|TM)\)|\bProcessor\b|\bCPU\b", " ", cpu_model())
+    return " ".join(name.split()) or platform.machine()
+
+
+def machine_description() -> str:
+    """CPU model, core count and memory, for the line that says where figures come from."""
+    model = cpu_model()
     memory = ""
     meminfo = Path("/proc/meminfo")
     if meminfo.exists():
