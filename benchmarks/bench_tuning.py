@@ -142,6 +142,12 @@ def hours(runs: list[Any]) -> float:
     return sum((run.info.end_time - run.info.start_time) for run in runs) / 3_600_000
 
 
+def steps(runs: list[Any]) -> int:
+    """The optimiser steps the trials ran, summed: their work, whatever else the machine
+    was doing (trial-hours count that too)."""
+    return int(sum(run.data.metrics.get("optimizer_steps", 0) for run in runs))
+
+
 def loss_of(run: Any) -> str:
     from search_spaces.lineage import LOSS_LABEL_TAG
 
@@ -176,35 +182,54 @@ def grid_choices(runs: list[Any]) -> dict[str, dict[float, list[float]]]:
 def run_all(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     """Both sweeps (the two-stage one between the grid's learning rates, so that the
     machine's load falls on both alike); what the table needs from MLflow."""
-    from mlflow.tracking import MlflowClient
-
-    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TUNED_TAG
-
     base = base_spec(args)
     walls: dict[str, float] = {}
-    order = [f"grid-{lr:g}" for lr in args.learning_rates]
-    order.insert(len(order) // 2, "two-stage")
-    for sweep_id in order:
+    for sweep_id in sweep_order(args.learning_rates):
         if sweep_id == "two-stage":
             spec = two_stage_spec(base, args.learning_rates, args.scheduler)
         else:
             spec = grid_spec(base, float(sweep_id.removeprefix("grid-")))
         walls[sweep_id] = run_sweep(spec, sweep_id, home, args.datasets)
         print(f"{sweep_id}: {walls[sweep_id]:.0f} s", flush=True)
-    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
-    grid = [run for lr in args.learning_rates for run in trial_runs(client, f"grid-{lr:g}")]
-    staged = trial_runs(client, "two-stage")
-    query = f"tags.`{SWEEP_TAG}` = 'two-stage' and tags.`{ROLE_TAG}` = 'sweep'"
+    return summarise(home / "mlflow.db", args.learning_rates, walls)
+
+
+def sweep_order(rates: list[float]) -> list[str]:
+    order = [f"grid-{lr:g}" for lr in rates]
+    order.insert(len(order) // 2, "two-stage")
+    return order
+
+
+def summarise(store: Path, rates: list[float], walls: dict[str, float] | None) -> dict[str, Any]:
+    """What the table needs, read from the MLflow store ``store`` that both sweeps
+    logged to; ``walls`` None: each sweep's wall time from its parent run."""
+    from mlflow.tracking import MlflowClient
+
+    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TUNED_TAG
+
+    client = MlflowClient(f"sqlite:///{store}")
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    assert experiment is not None  # the sweeps above logged to it
-    (parent,) = client.search_runs([experiment.experiment_id], query)
+    assert experiment is not None, f"{store} holds no dicesweep sweep"
+
+    def parent(sweep_id: str) -> Any:
+        query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"
+        (run,) = client.search_runs([experiment.experiment_id], query)
+        return run
+
+    if walls is None:
+        walls = {}
+        for sweep_id in sweep_order(rates):
+            info = parent(sweep_id).info
+            walls[sweep_id] = (info.end_time - info.start_time) / 1000
+    grid = [run for lr in rates for run in trial_runs(client, f"grid-{lr:g}")]
+    staged = trial_runs(client, "two-stage")
     stage_one = [run for run in staged if run.data.tags.get(STAGE_TAG) == "tune"]
     return {
         "walls": walls,
         "scores": grid_choices(grid),
-        "chosen": json.loads(parent.data.tags[TUNED_TAG]),
-        "grid": (len(grid), hours(grid)),
-        "staged": (len(staged), hours(staged)),
+        "chosen": json.loads(parent("two-stage").data.tags[TUNED_TAG]),
+        "grid": (len(grid), hours(grid), steps(grid)),
+        "staged": (len(staged), hours(staged), steps(staged)),
         "stage_one": len(stage_one),
         "rungs": stopped_rungs(client, stage_one),
     }
@@ -228,20 +253,23 @@ def table(args: argparse.Namespace, found: dict[str, Any]) -> str:
             f"| {loss} | {best:g} ({mean(loss, best)}) | {mine:g} ({mean(loss, mine)}) | "
             f"{'yes' if mine == best else 'no'} |"
         )
-    (grid_trials, grid_hours), (staged_trials, staged_hours) = found["grid"], found["staged"]
+    grid_trials, grid_hours, grid_steps = found["grid"]
+    staged_trials, staged_hours, staged_steps = found["staged"]
     rungs = found["rungs"]
     where = ", ".join(f"{n} at rung {k}" for k, n in rungs.items()) or "none"
     rows += [
         "",
-        "| sweep | trials | trial-hours | wall (min) |",
-        "|---|---|---|---|",
+        "| sweep | trials | trial-hours | optimiser steps | wall (min) |",
+        "|---|---|---|---|---|",
         f"| full grid ({len(args.learning_rates)} lr × {len(args.seeds)} seeds × 2 losses) | "
-        f"{grid_trials} | {grid_hours:.3f} | "
+        f"{grid_trials} | {grid_hours:.3f} | {grid_steps:,} | "
         f"{sum(w for k, w in walls.items() if k.startswith('grid-')) / 60:.1f} |",
         f"| two-stage (stage 1: {found['stage_one']}, stopped by {args.scheduler}: "
         f"{sum(rungs.values())} ({where}); stage 2: {staged_trials - found['stage_one']}) | "
-        f"{staged_trials} | {staged_hours:.3f} | {walls['two-stage'] / 60:.1f} |",
-        f"| two-stage / full grid | | {staged_hours / grid_hours:.0%} | |",
+        f"{staged_trials} | {staged_hours:.3f} | {staged_steps:,} | "
+        f"{walls['two-stage'] / 60:.1f} |",
+        f"| two-stage / full grid | | {staged_hours / grid_hours:.0%} | "
+        f"{staged_steps / grid_steps:.0%} | |",
     ]
     return "\n".join(rows)
 
@@ -279,13 +307,28 @@ def main() -> None:
     )
     parser.add_argument("--smoke", action="store_true", help="few examples, 1 epoch")
     parser.add_argument("--no-docs", action="store_true", help="print only")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the sweeps' home (its MLflow store) and say where"
+    )
+    parser.add_argument(
+        "--summarise",
+        type=Path,
+        metavar="MLFLOW_DB",
+        help="train nothing: the table from a kept run's mlflow.db (the other flags as run)",
+    )
     args = parser.parse_args()
     args.learning_rates = args.learning_rates or TASKS[args.task]["learning_rates"]
-    home = Path(tempfile.mkdtemp(prefix="dsw-t-", dir="/tmp"))
-    try:
-        found = run_all(args, home)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    if args.summarise is not None:
+        found = summarise(args.summarise, args.learning_rates, walls=None)
+    else:
+        home = Path(tempfile.mkdtemp(prefix="dsw-t-", dir="/tmp"))
+        try:
+            found = run_all(args, home)
+        finally:
+            if args.keep:
+                print(f"kept: {home} (table again: --summarise {home / 'mlflow.db'})")
+            else:
+                shutil.rmtree(home, ignore_errors=True)
     text = table(args, found)
     print(text)
     if args.no_docs:
@@ -301,9 +344,16 @@ def main() -> None:
         "dev, where it reports (the reference); the two-stage sweep chooses on a 10% tuning "
         f"split of the training file, {args.scheduler} (rungs at 1, 3, 9 evaluations, factor "
         "3, per loss, one trial at a time) stopping weak stage-1 trials, then runs every seed "
-        "at the choice. Trial-hours: the trials' summed wall time, from MLflow. A choice "
-        "that differs from the grid's is a gap in the grid's own dev means, given beside "
-        "it.\n\n" + text
+        "at the choice. Trial-hours: the trials' summed wall time, from MLflow; optimiser "
+        "steps: the steps they ran, summed (their work, which other load on the machine "
+        "does not change). Wall: each sweep's command"
+        + (
+            " (here its parent run in MLflow: table rebuilt with --summarise)"
+            if args.summarise
+            else ""
+        )
+        + ". A choice that differs from the grid's is a gap in the grid's own dev means, "
+        "given beside it.\n\n" + text
     )
     heading = f"Tuning: two-stage ({args.scheduler}) against the full grid, {model} on {args.task}"
     write_section(ROOT / "docs" / "benchmarks.md", heading, body)
