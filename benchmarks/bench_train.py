@@ -236,8 +236,8 @@ def describe_rate(table: str, repeats: int) -> str:
     return (
         f"Machine: {machine_description()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} thread(s), device {pick_device()}. "
-        "Command: `make bench-deps && OMP_NUM_THREADS=2 python benchmarks/bench_train.py "
-        f"--throughput --throughput-repeats {repeats}` (minutes).\n\n"
+        f"Command: `make bench-deps && OMP_NUM_THREADS={torch.get_num_threads()} python "
+        f"benchmarks/bench_train.py --throughput --throughput-repeats {repeats}` (minutes).\n\n"
         "MiniLM-L6, `ce`, batch 16, max length 128, dynamic padding, the same tokenised "
         "training examples and threads in one process; this project's loop with its "
         "length-grouped batches (`training.group_by_length`, the default) against Hugging "
