@@ -228,7 +228,7 @@ def bf16_probe(model: str) -> str:
     return (
         f"`precision: auto` on this CPU: {chosen}; its probe (`cpu_bf16_speedup`) timed a "
         f"bf16 product of the model's width {width} at {speedup:.2f}× fp32's "
-        f"({torch.get_num_threads()} threads; bf16 from {BF16_MIN_SPEEDUP}×)."
+        f"({torch.get_num_threads()} thread(s); bf16 from {BF16_MIN_SPEEDUP}×)."
     )
 
 
