@@ -26,7 +26,6 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import shutil
@@ -144,22 +143,12 @@ def hours(runs: list[Any]) -> float:
 
 
 def clock_hours(client: Any, runs: list[Any]) -> float:
-    """The trials' own training clocks (``seconds``, from fit's start to each evaluation),
-    summed: the hours they computed, leaving out the time a paused stage-1 trial waits
-    at a rung (its MLflow run stays open meanwhile). A resumed trial's clock starts
-    again from 0, so each stretch between resumes counts its last reading; start-up
-    (data, model, checkpoint) is left out on both sides."""
-    total = 0.0
-    for run in runs:
-        history = sorted(client.get_metric_history(run.info.run_id, "seconds"), key=_order)
-        readings = [metric.value for metric in history]
-        ends = [a for a, b in itertools.pairwise(readings) if b < a]
-        total += sum(ends) + (readings[-1] if readings else 0.0)
-    return total / 3600
+    """The trials' own training clocks summed, in hours
+    (``sweep_service.results.training_seconds``): what they computed, leaving out the
+    time a stage-1 trial waits paused at a rung with its MLflow run open."""
+    from sweep_service.results import training_seconds
 
-
-def _order(metric: Any) -> tuple[int, int]:
-    return (metric.timestamp, metric.step)
+    return sum(training_seconds(client, run.info.run_id) for run in runs) / 3600
 
 
 def steps(runs: list[Any]) -> int:

@@ -85,16 +85,15 @@ def trials(api: httpx.Client, sweep_id: str) -> pd.DataFrame:
 
 
 def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:
-    """The trials' summed wall time, from their MLflow runs' start and end."""
+    """The trials' training clocks summed, in hours (``training_seconds``). Shards
+    published before 2026-11-28 summed their MLflow runs' spans instead, which also
+    count the time a stage-1 trial waits paused at a halving rung."""
     from mlflow.tracking import MlflowClient
 
+    from sweep_service.results import training_seconds
+
     client = MlflowClient(tracking_uri)
-    total_ms = 0
-    for run_id in run_ids:
-        info = client.get_run(run_id).info
-        if info.end_time and info.start_time:
-            total_ms += info.end_time - info.start_time
-    return total_ms / 3_600_000
+    return sum(training_seconds(client, run_id) for run_id in run_ids) / 3600
 
 
 def last_evaluations(

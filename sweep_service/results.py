@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -102,6 +103,19 @@ def evaluations(client: MlflowClient, run_id: str) -> int:
     history, one per evaluation. For a trial a scheduler stopped, it names the rung it
     reached (rungs are counted in evaluations: halving's at 1, 3, 9, ... by default)."""
     return len({point.step for point in client.get_metric_history(run_id, "optimizer_steps")})
+
+
+def training_seconds(client: MlflowClient, run_id: str) -> float:
+    """The seconds a trial computed: its own clock (``seconds``, from the start of its
+    training to each evaluation), summed over the stretches between resumes. A trial
+    paused at a scheduler's rung (halving), or restarted from a checkpoint, starts its
+    clock again at 0, so each stretch counts its last reading. Left out: the wait while
+    paused, during which its MLflow run stays open (run spans count it), and each
+    stretch's start-up (data, model, checkpoint)."""
+    history = client.get_metric_history(run_id, "seconds")
+    readings = [m.value for m in sorted(history, key=lambda m: (m.timestamp, m.step))]
+    ends = [before for before, after in itertools.pairwise(readings) if after < before]
+    return sum(ends) + (readings[-1] if readings else 0.0)
 
 
 def merged_rows(client: MlflowClient, sweep_ids: list[str]) -> pd.DataFrame:

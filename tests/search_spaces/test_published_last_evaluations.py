@@ -67,3 +67,31 @@ def test_the_precision_each_trial_trained_in(tmp_path: Path) -> None:
     runs = [client.create_run(experiment, tags=tag).info.run_id for tag in tags]
 
     assert publish_study().trained_in(uri, runs) == ["bf16", "fp32", ""]
+
+
+def test_trial_hours_count_what_trials_computed_not_their_waits_at_a_rung(
+    tmp_path: Path,
+) -> None:
+    """A stage-1 trial paused at halving's rung keeps its MLflow run open while it
+    waits; its clock (``seconds``) starts again at 0 when it resumes. Trial-hours are
+    the clocks' stretches summed (60 + 50 = 110 s), not the run's span (over 1,000 s)."""
+    from mlflow.entities import Metric, RunStatus
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("e", artifact_location=str(tmp_path / "artifacts"))
+    paused, plain = (client.create_run(experiment, start_time=0).info.run_id for _ in range(2))
+    # (timestamp in ms, step, seconds): evaluations at 63 and 126 steps, then a wait of
+    # 1,000 s at the rung, then the stretch after the resume.
+    for ms, step, seconds in [(30_000, 63, 30.0), (60_000, 126, 60.0), (1_090_000, 189, 25.0)]:
+        client.log_batch(paused, metrics=[Metric("seconds", seconds, ms, step)])
+    client.log_batch(paused, metrics=[Metric("seconds", 50.0, 1_115_000, 252)])
+    for ms, step, seconds in [(40_000, 63, 40.0), (80_000, 126, 80.0)]:
+        client.log_batch(plain, metrics=[Metric("seconds", seconds, ms, step)])
+    client.set_terminated(paused, RunStatus.to_string(RunStatus.FINISHED), end_time=1_120_000)
+    client.set_terminated(plain, RunStatus.to_string(RunStatus.FINISHED), end_time=81_000)
+
+    hours = publish_study().trial_hours(uri, [paused, plain])
+
+    assert hours * 3600 == pytest.approx(110.0 + 80.0)
