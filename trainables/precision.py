@@ -8,9 +8,9 @@ answers for the device the trial got:
   that does not. On a CPU, bf16 where it is measured faster: the CPU has native bf16
   (AVX-512 BF16 or AMX) and a bf16 matrix product of the model's width runs at least
   ``BF16_MIN_SPEEDUP`` times as fast as the fp32 one (``cpu_bf16_speedup``, timed once
-  per process); else fp32. Native bf16 alone does not decide it: an AMD EPYC (Zen 4)
-  stepped MiniLM-L6 1.5x faster in bf16, an Intel Xeon with AVX-512 BF16 and no AMX
-  1.6x slower (docs/benchmarks.md). Its F1 matches fp32's within what 3 seeds resolve
+  per process); else fp32. Native bf16 alone does not decide it: an AMD EPYC stepped
+  MiniLM-L6 about 1.5x faster in bf16, an Intel Xeon with AVX-512 BF16 and no AMX at
+  0.63-0.71x of fp32's speed (docs/benchmarks.md). Its F1 matches fp32's within what 3 seeds resolve
   (docs/sweeps.md).
 - ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it, and
   one whose bf16 products are measured slower than fp32's runs it slower (both logged).
@@ -41,7 +41,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of native bf16
 # ``auto`` takes bf16 on a CPU whose bf16 products run at least this much faster than
 # fp32's: a margin, so that timing noise near 1x never flips a sweep's trials between
-# precisions (the hosts measured so far sit far from it, at about 0.55x and 2x).
+# precisions (this probe measured 0.41-0.75x on an Intel Xeon without AMX; an AMD
+# EPYC stepped MiniLM-L6 about 1.5x faster in bf16, its probe not yet run there).
 BF16_MIN_SPEEDUP = 1.25
 
 log = logging.getLogger(__name__)

@@ -101,8 +101,8 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
 @pytest.mark.parametrize(
     ("native", "speedup", "width", "expected"),
     [
-        (True, 2.0, 384, "bf16"),  # native and measured faster (an AMD EPYC, Zen 4)
-        (True, 0.55, 384, "fp32"),  # native but measured slower (a Xeon without AMX)
+        (True, 2.0, 384, "bf16"),  # native and measured faster
+        (True, 0.55, 384, "fp32"),  # native but measured slower (as on a Xeon without AMX)
         (True, 1.1, 384, "fp32"),  # faster, but within the margin timing noise could flip
         (False, 2.0, 384, "fp32"),  # emulated bf16 is never chosen
         (True, 2.0, None, "fp32"),  # nothing to measure at: no model width
