@@ -7,7 +7,9 @@ run by different services merge as one sweep's trials would; no cell is written 
     python scripts/merge_study.py NAME SHARD [SHARD ...] [--title TITLE] [--results DIR]
 
 writes docs/results/NAME.csv and NAME.png and the "The table" and "The shards" sections
-of NAME.md (a section headed "Against the paper", or any other, is kept as it is).
+of NAME.md, and "The last evaluations" where the shards' trials carry them
+(``search_spaces.reports.plateau``: which trials had levelled off); a section headed
+"Against the paper", or any other, is kept as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from docs_table import write_section
 from search_spaces.reports.csv_json import to_csv
 from search_spaces.reports.markdown import to_markdown
+from search_spaces.reports.plateau import plateau_markdown, plateau_table
 from search_spaces.reports.plots import to_png
 from sweep_service.tables import grid_of
 
@@ -64,6 +67,9 @@ def main() -> None:
     )
     write_section(path, "The shards", listed)
     write_section(path, "The table", f"{to_markdown(table)}\n\n![{args.name}]({args.name}.png)")
+    plateau = plateau_table(rows)
+    if not plateau.empty:
+        write_section(path, "The last evaluations", plateau_markdown(plateau))
     print(f"wrote {path} from {len(rows)} trials of {len(args.shards)} shard(s)")
 
 
