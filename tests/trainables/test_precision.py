@@ -136,7 +136,9 @@ def test_the_bf16_probe_times_both_precisions_on_this_cpu() -> None:
     """The real measurement: a finite positive ratio, the thread count left as it was."""
     threads = torch.get_num_threads()
     speedup = cpu_bf16_speedup(64, threads=1)
-    assert 0.05 < speedup < 50
+    # Without native bf16 (an AMD EPYC without AVX-512 BF16) the emulated product ran
+    # at 0.02-0.03x; with it, 0.4-2x: finite and positive either way.
+    assert 0.001 < speedup < 50
     assert torch.get_num_threads() == threads
 
 
