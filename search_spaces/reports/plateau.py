@@ -43,21 +43,15 @@ def plateau_table(rows: pd.DataFrame, metric: str = "eval_f1") -> pd.DataFrame:
         else:
             verdict = _direction(str(row["last_evaluations"]))
         lines.append(
-            dict(
-                zip(
-                    COLUMNS,
-                    (
-                        row[rows_key],
-                        row[cols_key],
-                        int(row["seed"]),
-                        row["last_evaluations"],
-                        width,
-                        std,
-                        verdict,
-                    ),
-                    strict=True,
-                )
-            )
+            {
+                "loss": row[rows_key],
+                "column": row[cols_key],
+                "seed": int(row["seed"]),
+                "last_evaluations": row["last_evaluations"],
+                "range": width,
+                "cell_std": std,
+                "verdict": verdict,
+            }
         )
     return pd.DataFrame(lines, columns=COLUMNS).sort_values(["loss", "column", "seed"])
 
