@@ -42,8 +42,7 @@ def cells_by(rows: pd.DataFrame, name: str, loss: str, metric: str = "eval_f1") 
         raise ValueError(f"no final-stage trial of {loss!r} has the parameter {name!r}")
     reasons = rows.get("degenerate_reason", pd.Series("", index=rows.index))
     rows["constant"] = reasons.astype("string").fillna("") != ""
-    rate = rows.get("tuned_learning_rate", pd.Series(math.nan, index=rows.index))
-    rows["learning_rate"] = rate
+    rows["learning_rate"] = rows.get("tuned_learning_rate", math.nan)
     lines = [
         {
             "value": value,
