@@ -1,6 +1,8 @@
 """Every evaluation of a sweep's trials, read from the MLflow store it tracked to, as
-a CSV (loss, seed, status, step, and the metric at that step): the whole curve behind
-a trial's last evaluations in ``NAME-trials.csv`` (scripts/publish_study.py).
+a CSV (loss, stage, seed, learning rate, status, run id, step, and the metric at that
+step): the whole curve behind a trial's last evaluations in ``NAME-trials.csv``
+(scripts/publish_study.py). A two-stage sweep's stage-1 trials train at ``seeds[0]``
+as its first seed does; the stage, the rate and the run id tell their curves apart.
 
     python scripts/eval_history.py SWEEP_ID OUT.csv --tracking-uri sqlite:////tmp/dsws/mlflow.db
 """
@@ -10,10 +12,50 @@ from __future__ import annotations
 import argparse
 import csv
 from pathlib import Path
+from typing import Any
 
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
+from search_spaces.lineage import (
+    LOSS_LABEL_TAG,
+    ROLE_TAG,
+    STAGE_TAG,
+    SWEEP_TAG,
+    dicesweep_experiments,
+)
+
+
+def history(tracking_uri: str, sweep_id: str, metric: str) -> list[dict[str, Any]]:
+    """One row per evaluation of ``metric`` by a trial of ``sweep_id``, stage 1's trials
+    before stage 2's, each trial's in step order."""
+    client = MlflowClient(tracking_uri)
+    query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
+    rows = [
+        {
+            "loss": run.data.tags.get(LOSS_LABEL_TAG, ""),
+            "stage": run.data.tags.get(STAGE_TAG, "final"),
+            "seed": run.data.params.get("seed", ""),
+            "learning_rate": run.data.params.get("training.learning_rate", ""),
+            "status": run.info.status,
+            "run_id": run.info.run_id,
+            "step": point.step,
+            metric: round(point.value, 3),
+        }
+        for run in client.search_runs(dicesweep_experiments(client), query, max_results=10_000)
+        for point in client.get_metric_history(run.info.run_id, metric)
+    ]
+    stage_order = {"tune": 0, "final": 1}
+    rows.sort(
+        key=lambda row: (
+            row["loss"],
+            stage_order.get(row["stage"], 2),
+            row["seed"],
+            row["learning_rate"],
+            row["run_id"],
+            row["step"],
+        )
+    )
+    return rows
 
 
 def main() -> None:
@@ -23,23 +65,9 @@ def main() -> None:
     parser.add_argument("--tracking-uri", required=True)
     parser.add_argument("--metric", default="eval_f1")
     args = parser.parse_args()
-    client = MlflowClient(args.tracking_uri)
-    experiments = dicesweep_experiments(client)
-    query = f"tags.`{SWEEP_TAG}` = '{args.sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
-    rows = [
-        {
-            "loss": run.data.tags.get(LOSS_LABEL_TAG, ""),
-            "seed": run.data.params.get("seed", ""),
-            "status": run.info.status,
-            "step": point.step,
-            args.metric: round(point.value, 3),
-        }
-        for run in client.search_runs(experiments, query, max_results=10_000)
-        for point in client.get_metric_history(run.info.run_id, args.metric)
-    ]
+    rows = history(args.tracking_uri, args.sweep_id, args.metric)
     if not rows:
         raise SystemExit(f"no {args.metric} of sweep {args.sweep_id}'s trials in MLflow")
-    rows.sort(key=lambda row: (row["loss"], row["seed"], row["step"]))
     with args.out.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
         writer.writeheader()
