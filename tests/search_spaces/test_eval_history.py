@@ -4,10 +4,7 @@ does, so each row carries its stage, rate and run, and each trial's curve stays 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from search_spaces.lineage import (
     EXPERIMENT,
@@ -16,20 +13,7 @@ from search_spaces.lineage import (
     STAGE_TAG,
     SWEEP_TAG,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def eval_history() -> ModuleType:
-    """The script as a module (it is run as a script, not installed)."""
-    spec = importlib.util.spec_from_file_location(
-        "eval_history", ROOT / "scripts" / "eval_history.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["eval_history"] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import script
 
 
 def test_stage_one_and_seed_zero_curves_kept_apart(tmp_path: Path) -> None:
@@ -63,7 +47,7 @@ def test_stage_one_and_seed_zero_curves_kept_apart(tmp_path: Path) -> None:
         tags=[RunTag(SWEEP_TAG, "sw-a"), RunTag(ROLE_TAG, "parent")],
     )
 
-    rows = eval_history().history(uri, "sw-a", "eval_f1")
+    rows = script("eval_history").history(uri, "sw-a", "eval_f1")
 
     assert [
         (r["stage"], r["learning_rate"], r["run_id"], r["step"], r["eval_f1"]) for r in rows

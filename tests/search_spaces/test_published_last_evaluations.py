@@ -4,27 +4,12 @@ last evaluations) instead of asserted."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def publish_study() -> ModuleType:
-    """The script as a module (it is run as a script, not installed)."""
-    spec = importlib.util.spec_from_file_location(
-        "publish_study", ROOT / "scripts" / "publish_study.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["publish_study"] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.scripts import script
 
 
 def test_last_three_evaluations_in_step_order_with_their_range(tmp_path: Path) -> None:
@@ -43,7 +28,7 @@ def test_last_three_evaluations_in_step_order_with_their_range(tmp_path: Path) -
     client.log_batch(once, metrics=[Metric("eval_f1", 50.0, 0, 621)])
     client.log_batch(never, metrics=[Metric("eval_loss", 0.3, 0, 621)])
 
-    found = publish_study().last_evaluations(uri, [rising, flat, once, never], "eval_f1")
+    found = script("publish_study").last_evaluations(uri, [rising, flat, once, never], "eval_f1")
 
     assert list(found["last_evaluations"]) == [
         "1756:89.86 2634:90.4 3512:91.1",
@@ -66,7 +51,7 @@ def test_the_precision_each_trial_trained_in(tmp_path: Path) -> None:
     tags = [{"dicesweep.precision": "bf16"}, {"dicesweep.precision": "fp32"}, {}]
     runs = [client.create_run(experiment, tags=tag).info.run_id for tag in tags]
 
-    assert publish_study().trained_in(uri, runs) == ["bf16", "fp32", ""]
+    assert script("publish_study").trained_in(uri, runs) == ["bf16", "fp32", ""]
 
 
 def test_trial_hours_count_what_trials_computed_not_their_waits_at_a_rung(
@@ -92,6 +77,6 @@ def test_trial_hours_count_what_trials_computed_not_their_waits_at_a_rung(
     client.set_terminated(paused, RunStatus.to_string(RunStatus.FINISHED), end_time=1_120_000)
     client.set_terminated(plain, RunStatus.to_string(RunStatus.FINISHED), end_time=81_000)
 
-    hours = publish_study().trial_hours(uri, [paused, plain])
+    hours = script("publish_study").trial_hours(uri, [paused, plain])
 
     assert hours * 3600 == pytest.approx(110.0 + 80.0)
