@@ -44,11 +44,10 @@ def history(tracking_uri: str, sweep_id: str, metric: str) -> list[dict[str, Any
         for run in client.search_runs(dicesweep_experiments(client), query, max_results=10_000)
         for point in client.get_metric_history(run.info.run_id, metric)
     ]
-    stage_order = {"tune": 0, "final": 1}
     rows.sort(
         key=lambda row: (
             row["loss"],
-            stage_order.get(row["stage"], 2),
+            row["stage"] != "tune",  # stage 1 first
             row["seed"],
             row["learning_rate"],
             row["run_id"],
