@@ -90,3 +90,14 @@ def test_seed_3_resolves_dsc_on_plus_negative_as_predicted() -> None:
     stdout = _table(*STUDY_2, "studyC-mrpc-negative-ce-seed3", "studyC-mrpc-negative-dsc-seed3")
     dsc = "| dsc(alpha=0.01,classes=sum,scope=example,smooth=1,square=true) | +negative | "
     assert f"{dsc}4 | -29.43 | 0.022 | 27.92 | 0.9 | resolved | 4 |" in stdout
+
+
+def test_study_1s_tversky_cell_rerun_on_the_whole_file_is_resolved() -> None:
+    """Study C's third extension: ce and tversky at seeds 0-3 on the whole file. With its two
+    constant seeds counted at F1 0 the cell resolves; left out, two seeds remain."""
+    shards = ("studyC-conll-ce-seeds0-3", "studyC-conll-tversky-seeds0-3")
+    tversky = "| tversky(alpha=0.3,beta=0.7,scope=set) | conll2003 | "
+    assert f"{tversky}4 | -71.05 | 0.007 | 45.30 | 0.6 | resolved | 3 |" in _table(*shards)
+    assert f"{tversky}2 | -52.20 | 0.001 | 0.93 | 0.0 | resolved | 2 |" in _table(
+        *shards, "--without-flagged"
+    )
