@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts import script
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from other_class_f1 import other_class_f1  # noqa: E402
+other_class_f1 = script("other_class_f1").other_class_f1
 
 
 def test_the_other_class_f1_by_hand() -> None:

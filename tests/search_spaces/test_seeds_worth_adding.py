@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from search_spaces.reports.resolution import resolvable_difference, seeds_to_resolve
+from tests.scripts import script
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from seeds_worth_adding import verdict  # noqa: E402
+verdict = script("seeds_worth_adding").verdict
 
 # Study 2's eight variant shards, as docs/results/study2-mrpc.md merges them.
 STUDY_2 = [
