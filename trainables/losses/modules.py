@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 from torch import Tensor, nn
@@ -95,7 +95,48 @@ class FocalLoss(DicesweepLoss):
         return fn.focal_loss(logits, target, mask, gamma=self.gamma)
 
 
-class DiceLoss(DicesweepLoss):
+class OverlapArgs(TypedDict):
+    """The keyword arguments every dice-family ``fn.*_loss`` takes."""
+
+    smooth: float
+    square: bool
+    scope: Scope
+    classes: Classes
+    ohem_ratio: float
+    background: int | None
+
+
+class OverlapLoss(DicesweepLoss, abc.ABC):
+    """The dice family's shared settings: ``smooth``, ``square``, ``scope``, ``classes``
+    (with ``background`` among ``labels`` for ``"foreground"``) and ``ohem_ratio``."""
+
+    def __init__(
+        self,
+        smooth: float,
+        square: bool,
+        scope: Scope,
+        classes: Classes,
+        background: str | None,
+        ohem_ratio: float,
+        labels: Sequence[str] | None,
+    ) -> None:
+        super().__init__()
+        self.smooth, self.square, self.scope, self.classes = smooth, square, scope, classes
+        self.background, self.ohem_ratio, self.labels = background, ohem_ratio, labels
+        self.background_index = background_index(classes, background, labels)
+
+    def overlap_kwargs(self) -> OverlapArgs:
+        return OverlapArgs(
+            smooth=self.smooth,
+            square=self.square,
+            scope=self.scope,
+            classes=self.classes,
+            ohem_ratio=self.ohem_ratio,
+            background=self.background_index,
+        )
+
+
+class DiceLoss(OverlapLoss):
     """Dice loss (eq. 7, or eq. 6 with ``square=False``)."""
 
     key = "dice"
@@ -110,26 +151,13 @@ class DiceLoss(DicesweepLoss):
         ohem_ratio: float = 0.0,
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__()
-        self.smooth, self.square, self.scope, self.classes = smooth, square, scope, classes
-        self.background, self.ohem_ratio, self.labels = background, ohem_ratio, labels
-        self.background_index = background_index(classes, background, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
-        return fn.dice_loss(
-            logits,
-            target,
-            mask,
-            self.smooth,
-            self.square,
-            self.scope,
-            self.classes,
-            self.ohem_ratio,
-            self.background_index,
-        )
+        return fn.dice_loss(logits, target, mask, **self.overlap_kwargs())
 
 
-class TverskyLoss(DicesweepLoss):
+class TverskyLoss(OverlapLoss):
     """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives;
     ``square`` squares both (``fn.tversky_loss``)."""
 
@@ -147,29 +175,16 @@ class TverskyLoss(DicesweepLoss):
         ohem_ratio: float = 0.0,
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__()
-        self.alpha, self.beta, self.smooth, self.square = alpha, beta, smooth, square
-        self.scope, self.classes, self.background = scope, classes, background
-        self.ohem_ratio, self.labels = ohem_ratio, labels
-        self.background_index = background_index(classes, background, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
+        self.alpha, self.beta = alpha, beta
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.tversky_loss(
-            logits,
-            target,
-            mask,
-            self.alpha,
-            self.beta,
-            self.smooth,
-            self.scope,
-            self.classes,
-            self.square,
-            self.ohem_ratio,
-            self.background_index,
+            logits, target, mask, alpha=self.alpha, beta=self.beta, **self.overlap_kwargs()
         )
 
 
-class DSCLoss(DicesweepLoss):
+class DSCLoss(OverlapLoss):
     """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``. The official code
     is this loss with ``search_spaces.losses.OFFICIAL_RECIPES``: one recipe for binary
     inputs (set scope) and another for multi-class ones (per example, classes summed)."""
@@ -187,22 +202,8 @@ class DSCLoss(DicesweepLoss):
         ohem_ratio: float = 0.0,
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__()
-        self.alpha, self.smooth, self.square = alpha, smooth, square
-        self.scope, self.classes, self.background = scope, classes, background
-        self.ohem_ratio, self.labels = ohem_ratio, labels
-        self.background_index = background_index(classes, background, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
+        self.alpha = alpha
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
-        return fn.dsc_loss(
-            logits,
-            target,
-            mask,
-            self.alpha,
-            self.smooth,
-            self.square,
-            self.scope,
-            self.classes,
-            self.ohem_ratio,
-            self.background_index,
-        )
+        return fn.dsc_loss(logits, target, mask, alpha=self.alpha, **self.overlap_kwargs())
