@@ -156,9 +156,8 @@ class TrainingSpec(Section):
     # by length): less padding, the same examples each epoch; false: a plain shuffle.
     group_by_length: bool = True
     # Autocast dtype of the forward pass (losses are always computed in fp32). auto: bf16
-    # on a CUDA GPU with bf16, fp16 with a gradient scaler on one without; on a CPU bf16
-    # where it is measured faster at the model's width, else fp32 (trainables.precision);
-    # fp16 needs a GPU.
+    # on a CUDA GPU with bf16, fp16 with a gradient scaler on one without; fp32 on a CPU,
+    # where bf16 is asked for (trainables.precision); fp16 needs a GPU.
     precision: Precision = "auto"
 
     @model_validator(mode="before")

@@ -5,15 +5,16 @@ under, the gradient scaler fp16 needs, and the loss computed in fp32 whatever it
 answers for the device the trial got:
 
 - ``auto``: bf16 on a CUDA GPU that supports it, fp16 with a gradient scaler on one
-  that does not. On a CPU, bf16 where it is measured faster: the CPU has native bf16
-  (AVX-512 BF16 or AMX) and a bf16 matrix product of the model's width runs at least
-  ``BF16_MIN_SPEEDUP`` times as fast as the fp32 one (``cpu_bf16_speedup``, timed once
-  per process); else fp32. Native bf16 alone does not decide it: an AMD EPYC stepped
-  MiniLM-L6 about 1.5x faster in bf16, an Intel Xeon with AVX-512 BF16 and no AMX at
-  0.63-0.71x of fp32's speed (docs/benchmarks.md). Its F1 matches fp32's within what 3 seeds resolve
-  (docs/sweeps.md).
+  that does not; fp32 on a CPU. Whether bf16 pays on a CPU depends on the chip, not on
+  its flags (an AMD EPYC stepped MiniLM-L6 about 1.5x faster in bf16, an Intel Xeon
+  with AVX-512 BF16 and no AMX at 0.63-0.71x of fp32's speed: docs/benchmarks.md), and
+  a timing probe at a trial's start decides it differently in two processes on a busy
+  machine, so the same spec would give other numbers: ``auto`` does not guess there.
+  Ask for ``bf16`` where the benchmark says it pays; its F1 matches fp32's within what
+  3 seeds resolve (docs/sweeps.md).
 - ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it, and
-  one whose bf16 products are measured slower than fp32's runs it slower (both logged).
+  one whose bf16 products are measured slower than fp32's (``cpu_bf16_speedup``,
+  timed once per process) runs it slower (both logged).
 - ``fp16``: fp16 autocast and ``torch.amp.GradScaler``, on a CUDA GPU only (refused at
   submission without one: ``sweep_service.api.operations.resource_issues``).
 - ``fp32``: no autocast.
@@ -39,12 +40,6 @@ from torch import Tensor
 Resolved = Literal["fp32", "bf16", "fp16"]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of native bf16
-# ``auto`` takes bf16 on a CPU whose bf16 products run at least this much faster than
-# fp32's: a margin, so that timing noise near 1x never flips a sweep's trials between
-# precisions (this probe measured 0.41-0.75x on an Intel Xeon without AMX; an AMD
-# EPYC stepped MiniLM-L6 about 1.5x faster in bf16, its probe not yet run there).
-BF16_MIN_SPEEDUP = 1.25
-
 log = logging.getLogger(__name__)
 
 
@@ -101,8 +96,8 @@ def model_width(model: torch.nn.Module) -> int | None:
 @cache  # train_step asks every step; the choice and its warnings are logged once
 def resolve(requested: str, device: torch.device, width: int | None = None) -> Resolved:
     """The precision a trial on ``device`` trains in for ``training.precision``;
-    ``width`` (the model's hidden size) lets ``auto`` measure bf16 on a CPU, and
-    without it ``auto`` is fp32 there.
+    ``width`` (the model's hidden size) lets ``bf16`` on a CPU measure whether it pays
+    there and warn where it does not.
 
     Raises:
         PrecisionUnavailableError: ``fp16`` on a device other than a CUDA GPU.
@@ -111,19 +106,7 @@ def resolve(requested: str, device: torch.device, width: int | None = None) -> R
     if requested == "auto":
         if cuda:
             return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-        if width is None or not cpu_has_native_bf16():
-            return "fp32"
-        speedup = cpu_bf16_speedup(width)
-        chosen: Resolved = "bf16" if speedup >= BF16_MIN_SPEEDUP else "fp32"
-        log.info(
-            "training.precision auto: %s (a bf16 product of width %d ran %.2fx as fast as "
-            "fp32's on this CPU; bf16 from %.2fx)",
-            chosen,
-            width,
-            speedup,
-            BF16_MIN_SPEEDUP,
-        )
-        return chosen
+        return "fp32"  # the same numbers in every process: bf16 on a CPU is asked for
     if requested == "fp16" and not cuda:
         raise PrecisionUnavailableError(
             f"training.precision: fp16 needs a CUDA GPU (with a gradient scaler); this trial "
@@ -139,7 +122,7 @@ def resolve(requested: str, device: torch.device, width: int | None = None) -> R
         elif width is not None and (speedup := cpu_bf16_speedup(width)) < 1:
             log.warning(
                 "training.precision bf16: a bf16 product of width %d runs %.2fx as fast as "
-                "fp32's on this CPU (slower); auto would train in fp32 here",
+                "fp32's on this CPU (slower)",
                 width,
                 speedup,
             )
