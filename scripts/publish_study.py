@@ -29,6 +29,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from docs_table import machine_description, write_section
+from sweep_service.frames import trials_frame
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 TRIAL_COLUMNS = [
@@ -66,22 +67,16 @@ def trials(api: httpx.Client, sweep_id: str) -> pd.DataFrame:
     while True:
         params = {"page_token": token} if token else {}
         page = api.get(f"/v1/sweeps/{sweep_id}/trials", params=params).raise_for_status().json()
-        lines += [
-            {
-                **trial,
-                **trial["metrics"],
-                **{f"tuned_{key}": value for key, value in (trial.get("tuned") or {}).items()},
-            }
-            for trial in page["data"]
-        ]
+        lines += page["data"]
         token = page["next_page_token"]
         if not token:
             break
-    frame = pd.DataFrame(lines)
+    frame = trials_frame(lines)  # the client's rows: setup_<field> among them
+    frame["below_no_skill_reason"] = [line.get("below_no_skill_reason") for line in lines]
     for column in ("degenerate_reason", "below_no_skill_reason"):  # empty: not marked
-        if column in frame:
-            frame[column] = frame[column].fillna("")
-    return frame[[c for c in TRIAL_COLUMNS if c in frame.columns]]
+        frame[column] = frame[column].fillna("")
+    setup = [c for c in frame.columns if c.startswith("setup_")]
+    return frame[[c for c in TRIAL_COLUMNS if c in frame.columns] + setup]
 
 
 def trial_hours(tracking_uri: str, run_ids: list[str]) -> float:

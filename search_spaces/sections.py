@@ -292,7 +292,8 @@ class TrialConfig(Section):
     (``search_spaces.tuning``), ``holdout`` is the share of the training file a ``tune``
     trial holds out, chosen by ``holdout_seed``: it trains on the rest and is scored on
     it; a ``final`` trial trains on the whole training file and is scored on dev;
-    ``tuned`` names the ``training`` settings stage 1 chose.
+    ``tuned`` names the ``training`` settings stage 1 chose, ``tune_grid`` the values
+    it chose among (``search_spaces.setup`` flags a choice at the grid's edge).
     """
 
     sweep_id: str
@@ -312,6 +313,8 @@ class TrialConfig(Section):
     holdout: Float | None = Field(None, gt=0, le=0.5)  # None: the whole training file
     holdout_seed: Int = Field(0, ge=0)
     tuned: list[Literal["learning_rate", "warmup_ratio", "epochs"]] = Field(default_factory=list)
+    # The values stage 1 chose among for each tuned setting (a distribution: its ends).
+    tune_grid: dict[str, list[Float | Int]] = Field(default_factory=dict)
     metric: Metric = "eval_f1"  # the sweep's search metric, which early stopping watches
 
     @model_validator(mode="before")

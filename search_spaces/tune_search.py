@@ -330,7 +330,10 @@ def stage_param_space(
     tuned = list(spec.tune.settings())
     # Only stage 1 holds the tuning split out: stage 2 trains on the whole training file.
     holdout = spec.tune.holdout if stage == "tune" else None
-    space.update(stage=stage, holdout=holdout, holdout_seed=spec.seeds[0], tuned=tuned)
+    grid = {name: sorted(candidates(value)) for name, value in spec.tune.settings().items()}
+    space.update(
+        stage=stage, holdout=holdout, holdout_seed=spec.seeds[0], tuned=tuned, tune_grid=grid
+    )
     if stage == "tune":
         settings = stage_one_settings(spec.tune, spec.seeds[0])
         space["seed"] = spec.seeds[0]

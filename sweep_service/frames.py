@@ -41,21 +41,27 @@ def _numeric(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
 def trials_frame(trials: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per trial (``GET /v1/sweeps/{id}/trials``' ``data``): ``TRIAL_FIELDS``,
     ``degenerate`` (bool: its predictions show it learned nothing), each loss parameter
-    as ``param_<name>``, each tuned setting as ``tuned_<name>`` and each metric under
-    its name (``eval_f1``, ``optimizer_steps``, ...), numbers typed."""
+    as ``param_<name>``, each tuned setting as ``tuned_<name>``, each setup field as
+    ``setup_<field>`` (text) and each metric under its name (``eval_f1``,
+    ``optimizer_steps``, ...), numbers typed."""
     records = [
         {
             **{name: trial.get(name) for name in TRIAL_FIELDS},
             "degenerate": trial.get("degenerate_reason") is not None,
             **{f"param_{k}": v for k, v in (trial.get("params") or {}).items()},
             **{f"tuned_{k}": v for k, v in (trial.get("tuned") or {}).items()},
+            **{f"setup_{k}": v for k, v in (trial.get("setup") or {}).items()},
             **(trial.get("metrics") or {}),
         }
         for trial in trials
     ]
     empty = pd.DataFrame(columns=[*TRIAL_FIELDS, "degenerate"])
     frame = pd.DataFrame.from_records(records) if records else empty
-    numeric = [c for c in frame.columns if c not in TRIAL_FIELDS and c != "degenerate"]
+    numeric = [
+        c
+        for c in frame.columns
+        if c not in TRIAL_FIELDS and c != "degenerate" and not c.startswith("setup_")
+    ]
     frame = _numeric(frame, [*numeric, "seed"])
     return frame.astype({"degenerate": bool})
 

@@ -23,6 +23,7 @@ from search_spaces.lineage import (
 )
 from search_spaces.reports import METRICS
 from search_spaces.reports.budget import SCHEDULER_STOP
+from search_spaces.setup import columns_from_params, reported_columns
 
 
 class SweepNotFoundError(LookupError):
@@ -94,6 +95,8 @@ def trial_rows(
             }
         )
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})
+        row.update(columns_from_params(params))
+        row.update(reported_columns(row))
         rows.append(row)
     return pd.DataFrame(rows)
 

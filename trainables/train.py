@@ -25,6 +25,7 @@ from search_spaces.dataset_refs import dataset_info
 from search_spaces.datasets import get_dataset
 from search_spaces.sections import TrainingSpec, TrialConfig
 from search_spaces.settings import DicesweepSettings
+from search_spaces.setup import LOWERCASE_METRIC
 
 if TYPE_CHECKING:
     from trainables.data.classes import ScoredClass
@@ -84,11 +85,17 @@ def run_trial(
     data = load_trial_data(request, settings.datasets_dir, settings.cache_dir)
     training = trial.training
     loss = loss_dict(trial)
-    if data.scored is None:
-        return fit(data, model, loss, trial.seed, training, reporter, trial.metric)
-    facts = scored_class_metrics(data, data.scored)
-    reporting = ScoredClassReporter(reporter, facts)
+    facts = {LOWERCASE_METRIC: float(lowercases(data.tokenizer))}
+    if data.scored is not None:
+        facts |= scored_class_metrics(data, data.scored)
+    reporting = FactsReporter(reporter, facts)
     return {**fit(data, model, loss, trial.seed, training, reporting, trial.metric), **facts}
+
+
+def lowercases(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` folds case (an uncased model): ``"Paris"`` and ``"paris"``
+    give the same tokens."""
+    return bool(tokenizer.tokenize("Paris Is") == tokenizer.tokenize("paris is"))
 
 
 def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, float]:
@@ -104,9 +111,11 @@ def scored_class_metrics(data: TrialData, scored: ScoredClass) -> dict[str, floa
     }
 
 
-class ScoredClassReporter:
-    """Adds a binary trial's scored class (``scored_class_metrics``) to every evaluation
-    it reports, so its MLflow run and report rows say which class F1 is of."""
+class FactsReporter:
+    """Adds what a trial knows of its setup to every evaluation it reports: its
+    tokenizer's casing (``search_spaces.setup.LOWERCASE_METRIC``) and a binary trial's
+    scored class (``scored_class_metrics``), so its MLflow run and report rows say
+    which class F1 is of and whether the model saw case."""
 
     def __init__(self, inner: Reporter, facts: dict[str, float]) -> None:
         self.inner = inner

@@ -32,6 +32,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from search_spaces.datasets import DatasetInfo
 from search_spaces.mrc_ner import MrcNerSpec
+from search_spaces.setup import CAP_SEED
 from trainables.data import PairExample, QAExample, TaggedSentence, label_list, load_split
 from trainables.data.classes import ScoredClass, scored_class, stratified_sample
 from trainables.data.variants import make_variant
@@ -42,7 +43,6 @@ from trainables.tasks.mrc_ner import MrcNer
 # The data-set variants are fixed data sets, the same for every seed of a sweep:
 # seeds vary initialisation and order, not the data.
 VARIANT_SEED = 0
-CAP_SEED = 0
 
 
 @dataclass(frozen=True)

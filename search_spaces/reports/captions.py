@@ -17,6 +17,7 @@ from search_spaces.reports.formats import format_value
 from search_spaces.reports.notes import mark_lines, precision_line, tuned_text
 from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
+from search_spaces.reports.setup_block import setup_lines, split_line
 
 # The no-skill rule of each task kind, as the trainable scores it on the dev set.
 NO_SKILL_RULES = (
@@ -37,9 +38,38 @@ def legend(table: pd.DataFrame) -> str:
     text += "; best per column in bold"
     if attrs.get("degenerate_cells"):
         text += " among the cells without constant trials"
-    if any(not math.isnan(p) for p in (attrs.get("significance") or {}).values()):
-        text += f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds)"
+    tested = [p for p in (attrs.get("significance") or {}).values() if not math.isnan(p)]
+    if tested:
+        count = f"{len(tested)} tested Δ" + ("s" if len(tested) > 1 else "")
+        text += (
+            f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds,"
+            f" Holm-adjusted over the table's {count})"
+        )
     return text + "."
+
+
+def ci_line(table: pd.DataFrame) -> str | None:
+    """Each tested Δ with its 95% confidence interval (paired t over seeds), in a
+    sentence, or None without tests (``attrs["ci"]``, ``tables.with_significance``)."""
+    intervals = {
+        key: bounds
+        for key, bounds in (table.attrs.get("ci") or {}).items()
+        if not math.isnan(bounds[0])
+    }
+    if not intervals:
+        return None
+    several = len({column for _, column in intervals}) > 1
+    shown = "; ".join(
+        (f"{format_value(row)} ({format_value(column)})" if several else format_value(row))
+        + f" {_delta(table, row, column):+.2f} [{low:+.2f}, {high:+.2f}]"
+        for (row, column), (low, high) in intervals.items()
+    )
+    baseline = table.attrs.get("baseline")
+    return f"Δ against {baseline} with its 95% confidence interval (paired t over seeds): {shown}."
+
+
+def _delta(table: pd.DataFrame, row: Any, column: Any) -> float:
+    return float(table.at[row, (column, "delta")])
 
 
 def baseline_line(table: pd.DataFrame) -> str | None:
@@ -77,15 +107,19 @@ def tuned_line(table: pd.DataFrame) -> str | None:
     tuned = table.attrs.get("tuned") or {}
     if not tuned:
         return None
-    return tuned_text(tuned, table.attrs.get("tuned_constant") or [], format_value)
+    constant = table.attrs.get("tuned_constant") or []
+    return tuned_text(tuned, constant, format_value, table.attrs.get("grid_edges"))
 
 
 def notes(table: pd.DataFrame) -> list[str]:
-    """The lines under a table beyond its legend: each loss's tuned settings, the
-    optimiser steps, the no-skill baselines, the smallest Δ the tests resolve, the
-    precision the trials trained in, the marked trials (constant, below no-skill:
-    ``notes.mark_lines``) and the failed ones."""
+    """The lines under a table beyond its legend: the setup fields that split cells,
+    each Δ's confidence interval, each loss's tuned settings, the optimiser steps, the
+    no-skill baselines, the smallest Δ the tests detect, the precision the trials
+    trained in, the setup block (``setup_block.setup_lines``), the marked trials
+    (constant, below no-skill: ``notes.mark_lines``) and the failed ones."""
     found = (
+        split_line(table.attrs.get("split_by") or {}),
+        ci_line(table),
         tuned_line(table),
         steps_line(table),
         baseline_line(table),
@@ -93,6 +127,7 @@ def notes(table: pd.DataFrame) -> list[str]:
         precision_line(table),
     )
     lines = [line for line in found if line]
+    lines += setup_lines(table.attrs.get("setup") or [])
     lines += mark_lines(table, failed_label)
     failed = table.attrs.get("failed") or []
     if failed:

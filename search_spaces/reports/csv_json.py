@@ -14,6 +14,8 @@ from search_spaces.reports.formats import STATS
 # Table attributes keyed by (row, column): the JSON gives them in its cells.
 IN_THE_CELLS = (
     "significance",
+    "p_raw",
+    "ci",
     "resolvable",
     "resolvable_range",
     "degenerate_cells",
@@ -30,15 +32,23 @@ def long_form(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def to_csv(table: pd.DataFrame) -> str:
-    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta and
+    """CSV with one line per cell: rows_key, cols_key, mean, std, count, delta,
     ``degenerate`` and ``below_no_skill`` (how many of the cell's trials are constant,
-    out of its mean, and below no-skill, in it). A text cell a spreadsheet would run as
+    out of its mean, and below no-skill, in it), the Δ's 95% interval (``ci_low``,
+    ``ci_high``) and its test's raw and Holm-adjusted p (``p_value``, ``p_holm``),
+    empty where none was tested. A text cell a spreadsheet would run as
     a formula starts with ``'`` (OWASP's guard)."""
     frame = long_form(table)
     keys = list(zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True))
     for name in ("degenerate", "below_no_skill"):
         counts = table.attrs.get(f"{name}_cells") or {}
         frame[name] = [int(counts.get(key, 0)) for key in keys]
+    intervals = table.attrs.get("ci") or {}
+    nan = (math.nan, math.nan)
+    frame["ci_low"] = [intervals.get(key, nan)[0] for key in keys]
+    frame["ci_high"] = [intervals.get(key, nan)[1] for key in keys]
+    frame["p_value"] = [(table.attrs.get("p_raw") or {}).get(key, math.nan) for key in keys]
+    frame["p_holm"] = [(table.attrs.get("significance") or {}).get(key, math.nan) for key in keys]
     for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
         frame[key] = frame[key].map(csv_text)
     return str(frame.to_csv(index=False))
@@ -47,12 +57,15 @@ def to_csv(table: pd.DataFrame) -> str:
 def to_json(table: pd.DataFrame) -> str:
     """JSON: ``metric``, ``rows_key``, ``cols_key``, ``baseline``, ``title``,
     ``datasets``, ``rows``, ``columns`` and ``cells`` (one object per cell: row,
-    column, ``STATS``, the paired test's ``p_value`` and the smallest difference it
-    resolves, ``resolvable``, with its 95% range, ``resolvable_range``, where there is
+    column, ``STATS``, the paired test's raw ``p_value``, its Holm-adjusted ``p_holm``,
+    the Δ's 95% interval ``ci`` and the smallest difference it detects at 80% power,
+    ``resolvable``, with its 95% range, ``resolvable_range``, where there is
     one; NaN as null; how many of its trials are constant, ``degenerate``, and below
     no-skill, ``below_no_skill``); ``failed`` lists the failed trials."""
     attrs = table.attrs
-    p_values = attrs.get("significance") or {}
+    p_values = attrs.get("p_raw") or {}
+    adjusted = attrs.get("significance") or {}
+    intervals = attrs.get("ci") or {}
     resolvable = attrs.get("resolvable") or {}
     ranges = attrs.get("resolvable_range") or {}
     degenerate = attrs.get("degenerate_cells") or {}
@@ -69,6 +82,8 @@ def to_json(table: pd.DataFrame) -> str:
                 "column": column,
                 **{stat: line[stat] for stat in STATS},
                 "p_value": _number(p_value),
+                "p_holm": _number(adjusted.get((row, column))),
+                "ci": [_number(v) for v in intervals.get((row, column), ())] or None,
                 "resolvable": _number(resolvable.get((row, column))),
                 "resolvable_range": [_number(v) for v in ranges.get((row, column), ())] or None,
                 "degenerate": int(degenerate.get((row, column), 0)),

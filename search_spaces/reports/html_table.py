@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import pandas as pd
 
 from search_spaces.reports.budget import budget_html
 from search_spaces.reports.captions import (
     baseline_line,
+    ci_line,
     failed_label,
     legend,
     steps_line,
@@ -17,6 +19,7 @@ from search_spaces.reports.captions import (
 from search_spaces.reports.grid import Cell, cell_grid
 from search_spaces.reports.notes import marks_html, precision_line
 from search_spaces.reports.resolution import resolvable_line
+from search_spaces.reports.setup_block import setup_lines, split_line
 
 
 def to_html(table: pd.DataFrame) -> str:
@@ -40,12 +43,16 @@ def to_html(table: pd.DataFrame) -> str:
     if tuned:
         text += f'<p class="tuned">{escape(tuned)}</p>'
     for css, line in (
+        ("ci", ci_line(table)),
         ("steps", steps_line(table)),
         ("baselines", baseline_line(table)),
         ("resolvable", resolvable_line(table)),
         ("precision", precision_line(table)),
     ):
         text += f'<p class="{css}">{escape(line)}</p>' if line else ""
+    split = split_line(table.attrs.get("split_by") or {})
+    text += f'<p class="split">{escape(split)}</p>' if split else ""
+    text += setup_html(table.attrs.get("setup") or [])
     text += marks_html(table, failed_label)
     failed = table.attrs.get("failed") or []
     if failed:
@@ -54,6 +61,15 @@ def to_html(table: pd.DataFrame) -> str:
         )
         text += f'<p>Failed trials (not in the table):</p><ul class="failed">{items}</ul>'
     return text + budget_html(table)
+
+
+def setup_html(block: list[dict[str, Any]]) -> str:
+    """The setup block as a heading and a list (``setup_block.setup_lines``), escaped."""
+    lines = setup_lines(block)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in lines[1:])
+    return f'<p>{html.escape(lines[0])}</p><ul class="setup">{items}</ul>'
 
 
 def _html_cell(cell: Cell) -> str:

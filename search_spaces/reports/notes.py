@@ -47,8 +47,8 @@ def mark_groups(
         groups.append((css, heading, items))
     changed = table.attrs.get("sensitivity") or []
     items = [
-        f"{c['row']} ({c['column']}): Δ {c['delta']:+.2f}, resolves {c['resolvable']:.2f}"
-        f" → Δ {c['delta_without']:+.2f}, resolves {c['resolvable_without']:.2f}"
+        f"{c['row']} ({c['column']}): Δ {c['delta']:+.2f}, detects {c['resolvable']:.2f}"
+        f" → Δ {c['delta_without']:+.2f}, detects {c['resolvable_without']:.2f}"
         for c in changed
     ]
     groups.append(("sensitivity", SENSITIVITY_HEADING, items))
@@ -75,12 +75,23 @@ def marks_html(table: pd.DataFrame, label: Callable[[Mapping[str, Any]], str]) -
     )
 
 
-def tuned_text(tuned: Mapping[str, Mapping[str, Any]], constant: list[str], shown: Any) -> str:
-    """The settings stage 1 chose for each loss (``shown`` formats a value), a loss
-    chosen among constant trials only saying so, and what each stage trains on."""
+def tuned_text(
+    tuned: Mapping[str, Mapping[str, Any]],
+    constant: list[str],
+    shown: Any,
+    edges: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """The settings stage 1 chose for each loss (``shown`` formats a value), a choice at
+    its grid's edge (``edges``, ``tables.grid_edges``) flagged as one, a loss chosen
+    among constant trials only saying so, and what each stage trains on."""
     parts = []
+    edges = edges or {}
     for label, settings in tuned.items():
-        text = f"{label}: " + ", ".join(f"{k}={shown(v)}" for k, v in settings.items())
+        at_edge = edges.get(label, {})
+        text = f"{label}: " + ", ".join(
+            f"{k}={shown(v)}" + (f" (at the grid's edge: the {at_edge[k]})" if k in at_edge else "")
+            for k, v in settings.items()
+        )
         if label in constant:
             text += " (every stage-1 trial constant: the best of them)"
         parts.append(text)

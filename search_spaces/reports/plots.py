@@ -6,6 +6,7 @@ sweep's name. The budget curves a table carries are drawn below it, in one figur
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from search_spaces.reports.budget import BUDGET_INCHES, budget_frame, draw_budge
 from search_spaces.reports.formats import format_value, sort_key
 from search_spaces.reports.grid import cell_texts
 from search_spaces.reports.heat_scale import heat_scale
+from search_spaces.reports.setup_block import setup_caption
 
 
 def plot_title(table: pd.DataFrame) -> str:
@@ -79,12 +81,16 @@ def _draw(table: pd.DataFrame, plot: Any, kind: Literal["heatmap", "line"]) -> b
     FigureCanvasAgg(figure)
     plot(axes, table)
     axes.set_title(plot_title(table), fontsize=10)
+    caption = setup_caption(table.attrs.get("setup") or [])
+    if caption:
+        figure.supxlabel(textwrap.fill(caption, CAPTION_CHARS), fontsize=7, color="0.35")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=120)
     return buffer.getvalue()
 
 
 LABEL_CHARS = 30  # a heatmap's row label is wrapped after its parameters at this width
+CAPTION_CHARS = 110  # the setup caption under the figure is wrapped at this width
 
 
 def wrap_label(label: str, width: int = LABEL_CHARS) -> str:

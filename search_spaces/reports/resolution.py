@@ -6,7 +6,7 @@ same seed), a paired t-test at 5% with 80% power detects a mean difference of ab
 estimated from k values: its 95% interval is ``s·√((k−1)/χ²(0.975, k−1))`` to
 ``s·√((k−1)/χ²(0.025, k−1))`` (×0.52 to ×6.3 at k = 3), and the resolvable difference,
 proportional to s, carries the same factors (``resolvable_range``). A table states
-both: "resolves 0.16, plausibly 0.08–1.01".
+both: "0.16, plausibly 0.08–1.01".
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def resolvable_range(spread: float, pairs: int) -> tuple[float, float]:
 
 
 def resolution_text(value: float, low: float, high: float) -> str:
-    """``"resolves 0.16, plausibly 0.08–1.01"``; without the range where it is NaN."""
-    text = f"resolves {value:.2f}"
+    """``"0.16, plausibly 0.08–1.01"``; without the range where it is NaN."""
+    text = f"{value:.2f}"
     return text if math.isnan(low) else f"{text}, plausibly {low:.2f}–{high:.2f}"
 
 
@@ -72,9 +72,10 @@ def resolvable_line(table: pd.DataFrame) -> str | None:
         for (row, column), value in found.items()
     )
     return (
-        "Smallest Δ these seeds resolve (paired t-test at 5% with 80% power, from the"
+        "The smallest Δ these seeds detect at 80% power (paired t-test at 5%, from the"
         " spread of the per-seed differences, with the 95% range that spread's own"
-        f" uncertainty allows; a smaller Δ is evidence neither way): {shown}."
+        " uncertainty allows; a stricter threshold on the same t statistic, not evidence"
+        f" of its own): {shown}."
     )
 
 

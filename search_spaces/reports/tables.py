@@ -11,12 +11,20 @@ import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.flags import BASELINE_SCORES
-from search_spaces.reports.cells import keyed_by_cell
+from search_spaces.reports.cells import keyed_by_cell, split_by
 from search_spaces.reports.flagged import marks, with_every_cell, with_marks, with_sensitivity
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
 from search_spaces.reports.notes import precision_counts
 from search_spaces.reports.resolution import resolvable_difference, resolvable_range
+from search_spaces.reports.setup_block import setup_block
 from search_spaces.sections import trial_training
+from search_spaces.setup import (
+    PREFIX,
+    parse_tune_grid,
+    reported_columns,
+    setup_columns,
+    trial_setup,
+)
 
 METRICS = (
     "eval_f1",
@@ -40,6 +48,8 @@ METRICS = (
     "positive_label",
     "positive_share",
     "train_positive_share",
+    # Whether the trial's tokenizer lowercases (search_spaces.setup: setup_tokenizer).
+    "tokenizer_lowercase",
 )
 
 
@@ -59,11 +69,17 @@ def loss_label(loss_spec: Mapping[str, Any]) -> str:
 
 def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
     """One row from a trial's config (the trial config contract) and its final metrics:
-    its ``stage`` (``tune`` or ``final``) and each tuned training setting as
-    ``tuned_<setting>`` among them."""
+    its ``stage`` (``tune`` or ``final``), each tuned training setting as
+    ``tuned_<setting>`` and its setup (``search_spaces.setup``: ``setup_<field>``)
+    among them.
+
+    Raises:
+        pydantic.ValidationError: ``config`` is not a trial config.
+    """
     loss = config["loss"]
     training = trial_training(config)
     tuned = {f"tuned_{name}": training[name] for name in config.get("tuned", [])}
+    setup = setup_columns(trial_setup(config)) | reported_columns(metrics)
     return {
         "loss": loss_label(loss),
         "loss_name": loss["name"],
@@ -76,6 +92,7 @@ def row_from_trial(config: Mapping[str, Any], metrics: Mapping[str, Any]) -> dic
         **{name: metrics[name] for name in METRICS if name in metrics},
         # What it trained in (trainables.precision), where the trial reported it.
         **({"precision": metrics["precision"]} if "precision" in metrics else {}),
+        **setup,
     }
 
 
@@ -175,10 +192,12 @@ def paired_test(
     each column, pairs matched by ``seed`` (several rows of one seed are averaged).
 
     Returns one line per (row, column) other than the baseline: ``rows_key``,
-    ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline), ``t_statistic``,
-    ``p_value`` (two-sided), ``resolvable`` (``resolvable_difference`` of the
+    ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline) with its 95% confidence
+    interval (``ci_low``, ``ci_high``: the paired t interval), ``t_statistic``,
+    ``p_value`` (two-sided, raw), ``resolvable`` (``resolvable_difference`` of the
     differences' spread) and its 95% range, ``resolvable_low`` and ``resolvable_high``
-    (``resolvable_range``); all but the first two are NaN with fewer than 2 pairs.
+    (``resolvable_range``), and ``p_holm``, the p-value Holm-adjusted over every line
+    (``holm``); all but the first two are NaN with fewer than 2 pairs.
 
     Raises:
         ValueError: a missing column, or a ``baseline`` that is not among the rows.
@@ -193,11 +212,24 @@ def paired_test(
         for column in ordered(wide.index.get_level_values(0))
         for label in ordered(wide.columns, baseline)[1:]
     ]
-    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "t_statistic", "p_value"]
-    return pd.DataFrame(lines, columns=[*columns, *RESOLVABLE_COLUMNS])
+    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "ci_low", "ci_high", "t_statistic"]
+    tests = pd.DataFrame(lines, columns=[*columns, "p_value", *RESOLVABLE_COLUMNS])
+    return tests.assign(p_holm=holm(tests["p_value"]))
 
 
 RESOLVABLE_COLUMNS = ("resolvable", "resolvable_low", "resolvable_high")
+
+
+def holm(p_values: pd.Series) -> pd.Series:
+    """Holm's step-down adjustment of a table's p-values (``statsmodels``' ``holm``),
+    which keeps the chance of any false mark at 5% over all of them; NaN stays NaN."""
+    from statsmodels.stats.multitest import multipletests
+
+    adjusted = p_values.astype(float).copy()
+    tested = adjusted.notna()
+    if tested.any():
+        adjusted[tested] = multipletests(adjusted[tested], method="holm")[1]
+    return adjusted
 
 
 def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
@@ -207,7 +239,7 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
 
     pairs = block[[label, baseline]].dropna()
     differences = pairs[label] - pairs[baseline]
-    t_stat = p_value = resolvable = low = high = math.nan
+    t_stat = p_value = resolvable = low = high = ci_low = ci_high = math.nan
     if len(pairs) >= 2:
         spread = float(differences.std(ddof=1))
         resolvable = resolvable_difference(spread, len(pairs))
@@ -216,10 +248,14 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             result = stats.ttest_rel(pairs[label], pairs[baseline])
+            interval = result.confidence_interval(0.95)
         t_stat, p_value = float(result.statistic), float(result.pvalue)
+        ci_low, ci_high = float(interval.low), float(interval.high)
     return {
         "n_pairs": len(pairs),
         "mean_diff": float(differences.mean()) if len(pairs) else math.nan,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
         "t_statistic": t_stat,
         "p_value": p_value,
         **dict(zip(RESOLVABLE_COLUMNS, (resolvable, low, high), strict=True)),
@@ -227,15 +263,23 @@ def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
 
 
 def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
-    """``table`` carrying the p-value of each cell's paired test against the baseline
-    (``attrs["significance"]``: ``{(row, column): p}`` from ``paired_test``), which
-    the renderers show as marks, and the smallest difference each test resolves
-    (``attrs["resolvable"]``) with its 95% range (``attrs["resolvable_range"]``:
-    ``{(row, column): (low, high)}``), which the notes state."""
+    """``table`` carrying each cell's paired test against the baseline (``paired_test``):
+    its Holm-adjusted p-value (``attrs["significance"]``: ``{(row, column): p}``),
+    which the renderers show as marks, the raw one (``attrs["p_raw"]``), the Δ's 95%
+    confidence interval (``attrs["ci"]``: ``{(row, column): (low, high)}``) and the
+    smallest difference each test detects at 80% power (``attrs["resolvable"]``) with
+    its 95% range (``attrs["resolvable_range"]``), which the notes state."""
     rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
     lines = tests.to_dict(orient="records")
     table.attrs["significance"] = {
+        (line[rows_key], line[cols_key]): float(line["p_holm"]) for line in lines
+    }
+    table.attrs["p_raw"] = {
         (line[rows_key], line[cols_key]): float(line["p_value"]) for line in lines
+    }
+    table.attrs["ci"] = {
+        (line[rows_key], line[cols_key]): (float(line["ci_low"]), float(line["ci_high"]))
+        for line in lines
     }
     table.attrs["resolvable"] = {
         (line[rows_key], line[cols_key]): float(line["resolvable"]) for line in lines
@@ -272,6 +316,7 @@ def paper_table(
     """
     inferred_rows, inferred_cols, _ = infer_layout(rows)
     rows_key, cols_key = rows_key or inferred_rows, cols_key or inferred_cols
+    split = split_by(rows, rows_key, cols_key)
     rows, rows_key = keyed_by_cell(rows, rows_key, cols_key)
     constant, below = marks(rows, metric)
     learned = rows.drop(index=constant.index)
@@ -291,7 +336,32 @@ def paper_table(
     table.attrs["baselines"] = no_skill_baselines(rows)
     table.attrs["steps"] = steps_per_row(rows, rows_key, list(table.index))
     table.attrs["tuned"] = tuned_settings(rows)
+    table.attrs["grid_edges"] = grid_edges(rows)
+    table.attrs["setup"] = setup_block(rows, rows_key, cols_key)
+    table.attrs["split_by"] = split
     return table
+
+
+def grid_edges(rows: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Each loss whose stage-1 choice sits at an edge of its grid (``setup_tune_grid``):
+    ``{"ce": {"learning_rate": "lowest of {0.0001, 0.0003}"}}``, which says the grid may
+    have been too narrow (the project's method notes, §3); empty without one."""
+    if f"{PREFIX}tune_grid" not in rows or "loss" not in rows:
+        return {}
+    edges: dict[str, dict[str, str]] = {}
+    for label, group in rows.groupby("loss", sort=False):
+        grids = parse_tune_grid(str(group[f"{PREFIX}tune_grid"].dropna().iloc[0]))
+        for name, values in grids.items():
+            column = f"tuned_{name}"
+            if column not in group or group[column].isna().all() or len(values) < 2:
+                continue
+            chosen = float(group[column].dropna().iloc[0])
+            shown = "{" + ", ".join(format_value(v) for v in values) + "}"
+            if math.isclose(chosen, min(values)):
+                edges.setdefault(str(label), {})[name] = f"lowest of {shown}"
+            elif math.isclose(chosen, max(values)):
+                edges.setdefault(str(label), {})[name] = f"highest of {shown}"
+    return dict(sorted(edges.items(), key=lambda item: sort_key(item[0])))
 
 
 def tuned_settings(rows: pd.DataFrame) -> dict[str, dict[str, Any]]:

@@ -181,6 +181,8 @@ class TrialPublic(BaseModel):
     tuned: dict[str, float] = {}  # with tune: the settings it trained at, {"learning_rate": 3e-05}
     params: dict[str, ParamValue]  # the loss's parameters, e.g. {"alpha": 0.1}
     metrics: dict[str, float]  # the latest value of each, e.g. {"eval_f1": 84.2}
+    # What its number came from (search_spaces.setup), e.g. {"formulation": "mrc", ...}.
+    setup: dict[str, str] = {}
     failure_reason: str | None = None  # FAILED, or RUNNING a retry: e.g. "diverged at step 12 ..."
     # Its latest dev predictions are constant, it learned nothing: e.g. "predicts
     # positive for 99.3% of pairs" (search_spaces.flags.degenerate_reason); never the best.

@@ -222,6 +222,11 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         },
         params=params,
         metrics=metrics,
+        setup={
+            column.removeprefix("setup_"): str(value)
+            for column, value in row.items()
+            if column.startswith("setup_") and not _missing(value)
+        },
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
         degenerate_reason=degenerate_reason(metrics),
         below_no_skill_reason=below_no_skill_reason(metrics),

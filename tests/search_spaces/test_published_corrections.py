@@ -130,7 +130,7 @@ def test_study1_resolvable_differences_with_their_ranges() -> None:
         ("tversky(alpha=0.3,beta=0.7,scope=set)", "tversky"),
     ]:
         assert f"{name} {resolves(table, row, 'conll2003')}" in text, name
-    p_values = [table.attrs["significance"][(row, "conll2003")] for row in (DSC, "dice(smooth=1)")]
+    p_values = [table.attrs["p_raw"][(row, "conll2003")] for row in (DSC, "dice(smooth=1)")]
     assert f"(p {p_values[0]:.3f} and {p_values[1]:.3f})" in text
     readme = page("README.md")
     figure, plausibly = resolves(table, DSC, "conll2003").split(", ")
@@ -144,7 +144,7 @@ def test_study2_every_variant_cell_with_the_flagged_ce_seeds_kept() -> None:
         cells = " | ".join(table_cell(table, row, column) for column in VARIANTS)
         assert f"| {name} | {cells} |" in text, name
     assert table.at["ce", ("-negative", "count")] == 3
-    sig = table.attrs["significance"]
+    sig = table.attrs["p_raw"]
     for row, column, delta in [
         ("focal(gamma=2)", "-negative", "+9.63"),
         ("dice(smooth=1)", "-negative", "+10.96"),
@@ -228,8 +228,7 @@ def test_study2_tuning_shards_resolvable_ranges_and_their_90_percent() -> None:
     for row, name in SHORT.items():
         assert f"{name} {resolves(table, row, 'mrpc')}" in listed, name
     p_values = ", ".join(
-        f"{table.attrs['significance'][(row, 'mrpc')]:.2f}"
-        for row in ("dice(smooth=1)", "focal(gamma=2)")
+        f"{table.attrs['p_raw'][(row, 'mrpc')]:.2f}" for row in ("dice(smooth=1)", "focal(gamma=2)")
     )
     assert f"(paired p {p_values} and" in text
     assert f"All {len(rows)} trials stopped at the 3-epoch limit" in text

@@ -95,5 +95,5 @@ def test_the_variant_table_shows_both_figures_where_a_sign_flips() -> None:
     # focal stays positive and unresolved either way (+9.63 and +3.14): one figure.
     assert ("focal(gamma=2)", "-negative") not in changed
     markdown = to_markdown(table)
-    assert f"- {DSC} (-negative): Δ +1.10, resolves 32.69 → Δ -5.39, resolves 44.41" in (markdown)
+    assert f"- {DSC} (-negative): Δ +1.10, detects 32.69 → Δ -5.39, detects 44.41" in (markdown)
     assert "- ce seed=1 on mrpc -negative: 44.04, eval_f1 44.04 ≤ no-skill 48.04" in markdown

@@ -10,6 +10,8 @@ import pandas as pd
 from search_spaces.reports import paper_table, row_from_trial, to_html, to_markdown
 from search_spaces.reports.captions import notes
 
+TRIAL = {"sweep_id": "sw-1", "model": "tiny-bert", "training": {}}
+
 
 def trial_rows(precisions: list[str | None]) -> pd.DataFrame:
     """ce and dice on conll2003, one trial per precision and seed (None: a trial from
@@ -17,7 +19,13 @@ def trial_rows(precisions: list[str | None]) -> pd.DataFrame:
     rows = []
     for seed, precision in enumerate(precisions):
         for offset, loss in enumerate(({"name": "ce"}, {"name": "dice"})):
-            config = {"dataset": "conll2003", "variant": "original", "loss": loss, "seed": seed}
+            config = {
+                **TRIAL,
+                "dataset": "conll2003",
+                "variant": "original",
+                "loss": loss,
+                "seed": seed,
+            }
             metrics: dict[str, Any] = {"eval_f1": 80.0 + offset + seed / 10}
             if precision is not None:
                 metrics["precision"] = precision

@@ -146,13 +146,19 @@ def test_significance_marks_follow_the_paired_test(rows: pd.DataFrame) -> None:
     # dsc - ce by seed: original 1, 2, 0 (t = √3, p = 0.23: no mark); +positive&negative
     # 5, 4, 6 (t = 5√3, p = 0.013: †, not ‡).
     table = paper_table(rows.assign(dataset="mrpc"), title="table8-mrpc")
+    raw = 2 * stats.t.sf(5 * math.sqrt(3), df=2)
+    assert table.attrs["p_raw"][("dsc(alpha=0.1)", "+positive&negative")] == pytest.approx(raw)
+    # Two Δs tested (focal has one seed a cell): Holm doubles the smaller p, still < 0.05.
     assert table.attrs["significance"][("dsc(alpha=0.1)", "+positive&negative")] == (
-        pytest.approx(2 * stats.t.sf(5 * math.sqrt(3), df=2))
+        pytest.approx(2 * raw)
     )
     text = to_markdown(table)
     assert "**76.00 ± 1.73 (+5.00)**† |" in text
     assert "**83.00 ± 1.73 (+1.00)** |" in text
-    assert "‡ p < 0.01, † p < 0.05 (paired t-test against ce over seeds)" in text
+    assert (
+        "‡ p < 0.01, † p < 0.05 (paired t-test against ce over seeds, Holm-adjusted over the"
+        " table's 2 tested Δs)" in text
+    )
     assert "dsc(alpha=0.1) & \\textbf{83.00 $\\pm$ 1.73 (+1.00)} & " in to_latex(table)
     assert "\\textbf{76.00 $\\pm$ 1.73 (+5.00)}$^\\dagger$ \\\\" in to_latex(table)
     assert mark(0.009) == "‡" and mark(0.049) == "†" and mark(0.05) == "" and mark(None) == ""
@@ -172,7 +178,7 @@ def test_csv_parses_back(table: pd.DataFrame) -> None:
     parsed = pd.read_csv(io.StringIO(to_csv(table)))
     columns = [
         *("loss", "variant", "mean", "std", "count", "seeds", "delta"),
-        *("degenerate", "below_no_skill"),
+        *("degenerate", "below_no_skill", "ci_low", "ci_high", "p_value", "p_holm"),
     ]
     assert list(parsed.columns) == columns
     dsc = parsed[(parsed["loss"] == "dsc(alpha=0.1)") & (parsed["variant"] == "original")]
@@ -211,6 +217,8 @@ def test_json_round_trips(table: pd.DataFrame) -> None:
         "seeds": 3,
         "delta": None,
         "p_value": None,
+        "p_holm": None,
+        "ci": None,
         "resolvable": None,
         "resolvable_range": None,
         "degenerate": 0,
@@ -306,9 +314,9 @@ def test_the_notes_and_json_state_the_smallest_delta_the_seeds_resolve(
     rows: pd.DataFrame,
 ) -> None:
     table = paper_table(rows)
-    (line,) = [n for n in notes(table) if n.startswith("Smallest Δ these seeds resolve")]
+    (line,) = [n for n in notes(table) if n.startswith("The smallest Δ these seeds detect")]
     # Per cell with several columns; focal (one seed) has no test and is not named.
-    assert "dsc(alpha=0.1) (original) resolves 3.10, plausibly 1.61–19.46" in line
+    assert "dsc(alpha=0.1) (original) 3.10, plausibly 1.61–19.46" in line
     assert "focal" not in line
     cells = {(c["row"], c["column"]): c for c in json.loads(to_json(table))["cells"]}
     assert cells[("dsc(alpha=0.1)", "original")]["resolvable"] == pytest.approx(3.097, abs=1e-3)
@@ -353,7 +361,11 @@ def test_row_from_trial() -> None:
         "training": {},
     }
     metrics = {"eval_f1": 81.5, "eval_accuracy": 77.0, "time_total_s": 3.0}
-    assert row_from_trial(config, metrics) == {
+    row = row_from_trial(config, metrics)
+    setup = {key: row.pop(key) for key in list(row) if key.startswith("setup_")}
+    assert setup["setup_formulation"] == "pair classifier"
+    assert setup["setup_train_data"] == "mrpc train.tsv, whole file"
+    assert row == {
         "loss": "dsc(alpha=0.1)",
         "loss_name": "dsc",
         "param_alpha": 0.1,
@@ -393,6 +405,9 @@ def test_a_heatmap_of_long_loss_labels_wraps_them_and_grows_to_fit() -> None:
 
 def test_rows_carry_the_optimiser_steps_and_tables_show_them_per_row() -> None:
     config = {
+        "sweep_id": "sw-1",
+        "model": "tiny-bert",
+        "training": {},
         "dataset": "mrpc",
         "variant": "original",
         "loss": {"name": "ce"},

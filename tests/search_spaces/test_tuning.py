@@ -247,6 +247,7 @@ def test_selection_skips_a_constant_trial_and_falls_back_to_the_best_of_them() -
         {
             **row_from_trial(
                 {
+                    **TRIAL,
                     **config,
                     "stage": "tune",
                     "tuned": ["learning_rate"],
@@ -274,8 +275,12 @@ def test_selection_skips_a_constant_trial_and_falls_back_to_the_best_of_them() -
     assert "dsc(alpha=0.1): learning_rate=3e-05." in markdown
 
 
+TRIAL = {"sweep_id": "sw-1", "model": "tiny-bert", "training": {}, "holdout": 0.1}
+
+
 def tuned_row(stage: str, loss: dict[str, Any], seed: int, lr: float, f1: float) -> dict[str, Any]:
     config = {
+        **TRIAL,
         "dataset": "mrpc",
         "variant": "original",
         "loss": loss,
@@ -318,7 +323,13 @@ def test_a_table_without_tune_says_nothing_of_tuning() -> None:
     rows = pd.DataFrame(
         [
             row_from_trial(
-                {"dataset": "mrpc", "variant": "original", "loss": {"name": "ce"}, "seed": s},
+                {
+                    **TRIAL,
+                    "dataset": "mrpc",
+                    "variant": "original",
+                    "loss": {"name": "ce"},
+                    "seed": s,
+                },
                 {"eval_f1": 80.0 + s},
             )
             for s in (0, 1)

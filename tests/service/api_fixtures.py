@@ -27,6 +27,7 @@ from search_spaces.lineage import (
     TRIAL_TAG,
 )
 from search_spaces.reports import loss_label
+from search_spaces.setup import setup_params, trial_setup
 from sweep_service.api import create_app
 from sweep_service.runner import JobState
 from sweep_service.settings import ServiceSettings
@@ -83,6 +84,22 @@ class FakeTrial:
     eval_f1: float | None = None
     reason: str | None = None  # a failed trial's reason, tagged as the driver tags it
     metrics: dict[str, float] = field(default_factory=dict)  # more final metrics
+    # More of its trial config (formulation, model, training, ...): its setup params
+    # (search_spaces.setup) are the driver's for that config.
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def trial_config(self, sweep_id: str) -> dict[str, Any]:
+        """The trial config the driver would have handed this trial."""
+        return {
+            "sweep_id": sweep_id,
+            "model": "tiny-bert",
+            "training": {},
+            "dataset": self.dataset,
+            "variant": self.variant,
+            "loss": self.loss,
+            "seed": self.seed,
+            **self.config,
+        }
 
 
 @pytest.fixture(scope="session")
@@ -184,7 +201,7 @@ def write_trials(client: MlflowClient, sweep_id: str, trials: Sequence[FakeTrial
         now = int(time.time() * 1000)
         values = {**trial.metrics, **({} if trial.eval_f1 is None else {"eval_f1": trial.eval_f1})}
         metrics = [Metric(key, value, now, 0) for key, value in values.items()]
-        client.log_batch(run_id, params=_trial_params(trial), metrics=metrics)
+        client.log_batch(run_id, params=_trial_params(sweep_id, trial), metrics=metrics)
         if trial.status != "RUNNING":
             client.set_terminated(run_id, trial.status)
         run_ids.append(run_id)
@@ -205,8 +222,9 @@ def _trial_tags(sweep_id: str, trial_id: str, trial: FakeTrial) -> dict[str, str
     }
 
 
-def _trial_params(trial: FakeTrial) -> list[Param]:
+def _trial_params(sweep_id: str, trial: FakeTrial) -> list[Param]:
     params = {"loss": str(trial.loss["name"])}
     params.update({f"loss.{k}": str(v) for k, v in trial.loss.items() if k != "name"})
     params.update(dataset=trial.dataset, variant=trial.variant, seed=str(trial.seed))
+    params.update(setup_params(trial_setup(trial.trial_config(sweep_id))))
     return [Param(key, value) for key, value in params.items()]

@@ -10,6 +10,7 @@ from search_spaces.dataset_refs import dataset_label, is_binary
 from search_spaces.lineage import LOSS_LABEL_TAG, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrialConfig
+from search_spaces.setup import setup_params, trial_setup
 
 
 def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
@@ -42,7 +43,9 @@ def trial_run_name(trial: TrialConfig, with_dataset: bool = False) -> str:
 
 
 def trial_params(trial: TrialConfig) -> dict[str, str]:
-    """Flat params: ``loss`` and ``loss.<param>``, the data, the seed and the training set-up.
+    """Flat params: ``loss`` and ``loss.<param>``, the data, the seed, the training
+    settings and the trial's setup as its rows carry it (``setup.<field>``,
+    ``search_spaces.setup``).
 
     Every parameter of the trial's loss is a param, defaults included, so the runs
     table and charts line up ``loss.alpha`` of a tversky trial that left it at 0.5
@@ -65,7 +68,7 @@ def trial_params(trial: TrialConfig) -> dict[str, str]:
         params[f"tuned.{key}"] = str(getattr(trial.training, key))
     if trial.holdout is not None:  # enough to carve the tuning split again
         params.update(holdout=str(trial.holdout), holdout_seed=str(trial.holdout_seed))
-    return params
+    return params | setup_params(trial_setup(trial.model_dump()))
 
 
 def find_run(client: Any, experiment_id: str, tags: Mapping[str, str]) -> str | None:
