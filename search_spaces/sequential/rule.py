@@ -163,7 +163,7 @@ def look_statistics(plan: Design, look: int, mean: Floats, sd: Floats) -> LookSt
     mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
     error = sd / math.sqrt(n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_stat = np.where(error > 0, mean / error, np.sign(mean) * np.inf)
+        t_stat = np.where(error > 0, mean / error, np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
     half = plan.t[look] * error
     low, high = mean - half, mean + half
     fraction, last = plan.fractions[look], plan.t[-1]

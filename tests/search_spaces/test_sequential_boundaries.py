@@ -113,5 +113,5 @@ def test_repeated_p_values_at_the_edges() -> None:
     ("fractions", "alpha"), [([0.5, 0.5, 1.0], 0.05), ([0.0, 1.0], 0.05), ([1.0], 1.5)]
 )
 def test_bad_fractions_or_alpha_are_refused(fractions: list[float], alpha: float) -> None:
-    with pytest.raises(ValueError, match="fractions|alpha"):
+    with pytest.raises(ValueError, match=r"fractions|alpha"):
         z_boundaries(fractions, alpha)
