@@ -265,7 +265,11 @@ def type_one_line(lines: list[Line], alpha: float, studies: int, precise: tuple[
     return (
         "Type-I error at effect 0, the boundaries alone (futility ignored, as a non-binding "
         "bound may be): " + "; ".join(parts) + ". With the futility stops the rule decides "
-        f"{full.decided[0]:.4f} over {studies:,}: stopping for futility can only lower it."
+        f"{full.decided[0]:.4f} over {studies:,}: stopping for futility can only lower it. "
+        "The z boundaries spend exactly α (tests/search_spaces/test_sequential_boundaries.py); "
+        "what the boundaries alone spend above it is the t-scale approximation's, which keeps "
+        "each look's own level exact but not the looks' joint law, at these few degrees of "
+        "freedom (2 to 9)."
     )
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from docs_table import write_section
 from search_spaces.flags import degenerate_reason
 from search_spaces.reports.tables import final_rows
-from search_spaces.sequential import Look, SeedsUntilDecided, Verdict, run_rule
+from search_spaces.sequential import Look, SeedsUntilDecided, Verdict, design, run_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -184,7 +184,11 @@ def summary(replays: list[Replay], rule: SeedsUntilDecided) -> str:
     saved = sum(cell.saved(rule) for cell in ended)
     more = -sum(min(0, cell.saved(rule)) for cell in replays if not cell.stopped)
     against_max = sum(rule.max - cell.seeds_needed(rule) for cell in ended)
+    first = design(rule).t[0]
     return (
+        f"At the first look ({rule.looks[0]} seeds) a cell is decided only where |t| ≥ "
+        f"{first:.0f}, and its repeated CI is d̄ ± {first:.0f}·s/√{rule.looks[0]}: there the "
+        "rule stops, in practice, only for futility. "
         f"Of {len(replays)} cells the rule ends {len(ended)} within their published seeds "
         f"({said}); the others it would continue. Seed-trials of the cells: {saved} of "
         f"{ran} saved by the cells it ends, at least {more} more for those it continues; "
