@@ -7,7 +7,8 @@ mean ``d̄_k``, standard deviation ``s_k`` and ``T_k = d̄_k / (s_k/√n_k)``:
 - **decided** where ``|T_k| ≥ c_k^t``, the Lan–DeMets O'Brien–Fleming boundary carried to
   the t scale (``boundaries``); either sign;
 - **max** where it is not decided at the last look;
-- **futile** (non-binding: ignoring it never raises the type-I error) where the repeated
+- **futile** (non-binding: stopping can only lower the type-I error, and a cell that
+  goes on regardless keeps the boundaries' own) where the repeated
   confidence interval ``d̄_k ± c_k^t·s_k/√n_k`` lies inside ``(−δ_min, δ_min)``, or where
   the conditional power to cross the last boundary is below ``FUTILITY_POWER``;
 - **continue** otherwise.
@@ -20,8 +21,10 @@ the score scale ``B(t) = Z·√t``, with the drift estimated as ``B(t_k)/t_k`` a
     CP_k = Φ((T_k/√t_k − c_K^t)/√(1 − t_k)) + Φ((−T_k/√t_k − c_K^t)/√(1 − t_k)).
 
 The repeated confidence intervals cover the true mean difference at every look at once
-with probability at least 1 − α (ch. 9), and the repeated p-value (``repeated_p_value``)
-is at most α exactly where the cell is decided: no verdict claims more than the rule.
+with probability 1 − α on the z scale (ch. 9); on the t scale that is approximate (the
+boundaries alone spend about 5.3% at looks 3/5/7/10 and α 5%: docs/benchmarks.md). The
+repeated p-value (``repeated_p_value``) is at most α exactly where the cell is decided:
+no verdict claims more than the rule.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from search_spaces.errors import SpecError, SpecIssue
 from search_spaces.sequential.boundaries import (
@@ -156,8 +160,6 @@ def look_statistics(plan: Design, look: int, mean: Floats, sd: Floats) -> LookSt
     """The figures at look ``look`` (0-based) of cells whose first ``plan.rule.looks[look]``
     differences have these means and standard deviations (n − 1 denominator). A zero
     spread gives ``T = ±∞`` (0 where the mean is 0 too)."""
-    from scipy import stats
-
     rule = plan.rule
     n = rule.looks[look]
     mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
