@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_table import machine_description, write_section
@@ -41,6 +41,7 @@ from search_spaces.sequential import (
     t_boundaries,
     z_boundaries,
 )
+from search_spaces.sequential.calibration import REFERENCE_STUDIES
 
 ROOT = Path(__file__).resolve().parents[1]
 TITLE = "Seeds until decided: the group-sequential rule against fixed seed counts"
@@ -185,19 +186,22 @@ def stop_counts(outcome: Outcome, rule: SeedsUntilDecided) -> np.ndarray:
 
 
 def boundary_table(rule: SeedsUntilDecided) -> str:
-    """The rule's boundaries: per look its seeds, information fraction, z and t
-    boundaries and the two-sided α spent by then."""
+    """The rule's boundaries: per look its seeds, information fraction, the z boundary
+    at α (the textbook one) and at the calibrated level, the t boundary the rule uses, and
+    the two-sided α the calibrated level has spent by then."""
     plan = design(rule)
-    cumulative = 2 * spent(plan.fractions, rule.alpha)
+    textbook = z_boundaries(plan.fractions, rule.alpha)
+    cumulative = 2 * spent(plan.fractions, plan.level)
     lines = [
-        "| look | seeds | information fraction | z boundary | t boundary (n − 1 df) "
-        "| α spent by then (two-sided) |",
-        "|---:|---:|---:|---:|---:|---:|",
+        f"| look | seeds | information fraction | z boundary at α {rule.alpha:g} "
+        f"| z boundary at {plan.level:.4f} | t boundary (n − 1 df) the rule uses "
+        f"| spent by then at {plan.level:.4f} |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, n in enumerate(rule.looks):
         lines.append(
-            f"| {k + 1} | {n} | {plan.fractions[k]:.1f} | {plan.z[k]:.3f} | {plan.t[k]:.2f} "
-            f"| {cumulative[k]:.5f} |"
+            f"| {k + 1} | {n} | {plan.fractions[k]:.1f} | {textbook[k]:.3f} | {plan.z[k]:.3f} "
+            f"| {plan.t[k]:.2f} | {cumulative[k]:.5f} |"
         )
     return "\n".join(lines)
 
@@ -244,69 +248,77 @@ def stops_table(stops: dict[float, np.ndarray], rule: SeedsUntilDecided, studies
     return "\n".join(table)
 
 
-def within(estimate: float, alpha: float, count: int) -> tuple[bool, float]:
-    """Whether a share over ``count`` studies lies within ``Z_95`` Monte-Carlo errors of
-    ``alpha`` (the error of a share of ``alpha``), and that error."""
-    error = math.sqrt(alpha * (1 - alpha) / count)
-    return abs(estimate - alpha) <= Z_95 * error, error
+def within(estimate: float, alpha: float, error: float) -> bool:
+    """Whether ``estimate`` lies within ``Z_95`` Monte-Carlo errors of ``alpha``."""
+    return abs(estimate - alpha) <= Z_95 * error
+
+
+@dataclass(frozen=True)
+class Precise:
+    """The boundaries-alone type-I error over ``studies`` fresh null studies: the rule's
+    (calibrated) and the uncalibrated t boundaries' (at α itself)."""
+
+    studies: int
+    calibrated: float
+    uncalibrated: float
+
+
+def precise_type_one(rule: SeedsUntilDecided, studies: int, seed: int) -> Precise:
+    """``Precise`` over ``studies`` null studies drawn from ``seed + 1`` (apart from the
+    calibration's reference draws), in chunks of 100,000."""
+    rng = np.random.default_rng(seed + 1)
+    uncalibrated = t_boundaries(
+        z_boundaries(information_fractions(rule.looks), rule.alpha), rule.looks
+    )
+    counts = np.zeros(2)
+    for start in range(0, studies, 100_000):
+        chunk = draws(0.0, min(100_000, studies - start), rule.max, rng)
+        counts[0] += sequential(chunk, rule, futility=False).decided.sum()
+        t_stats = np.stack(
+            [
+                np.abs(chunk[:, :n].mean(axis=1))
+                / (chunk[:, :n].std(axis=1, ddof=1) / math.sqrt(n))
+                for n in rule.looks
+            ],
+            axis=1,
+        )
+        counts[1] += np.any(t_stats >= uncalibrated, axis=1).sum()
+    return Precise(studies, counts[0] / studies, counts[1] / studies)
 
 
 def type_one_line(
-    lines: list[Line], alpha: float, studies: int, precise: tuple[int, float, float]
+    lines: list[Line], rule: SeedsUntilDecided, studies: int, precise: Precise
 ) -> str:
-    """Whether the boundaries alone keep the type-I error at ``alpha`` within ``Z_95``
-    MC errors, over ``studies`` and over the ``precise`` count of studies (count, share),
-    and what futility does to it."""
+    """Whether the rule's boundaries alone keep the type-I error at α within ``Z_95``
+    MC errors, over ``studies`` and over ``precise.studies`` (with the calibration's
+    own error), against the uncalibrated boundaries; and what futility does to it."""
+    alpha, level = rule.alpha, design(rule).level
     alone = next(x for x in lines if x.effect == 0 and x.design == BOUNDARIES_ALONE)
     full = next(x for x in lines if x.effect == 0 and x.design == SEQUENTIAL)
+    calibration = math.sqrt(alpha * (1 - alpha) / REFERENCE_STUDIES)
     parts = []
-    for count, estimate in ((studies, alone.decided[0]), precise[:2]):
-        met, error = within(estimate, alpha, count)
+    for count, estimate, extra in (
+        (studies, alone.decided[0], 0.0),
+        (precise.studies, precise.calibrated, calibration),
+    ):
+        error = math.sqrt(alpha * (1 - alpha) / count + extra**2)
         parts.append(
             f"over {count:,} studies {estimate:.4f} against {alpha:g} ± {Z_95:.2f} × {error:.4f}"
             f" ({alpha - Z_95 * error:.4f}–{alpha + Z_95 * error:.4f}): "
-            + ("met" if met else "**not met**")
+            + ("met" if within(estimate, alpha, error) else "**not met**")
         )
     return (
         "Type-I error at effect 0, the boundaries alone (futility ignored, as a non-binding "
-        "bound may be): " + "; ".join(parts) + ". With the futility stops the rule decides "
-        f"{full.decided[0]:.4f} over {studies:,}: stopping for futility can only lower it. "
-        "The z boundaries spend exactly α (tests/search_spaces/test_sequential_boundaries.py); "
-        "what the boundaries alone spend above it is the t-scale approximation's, which keeps "
-        "each look's own level exact but not the looks' joint law, at these few degrees of "
-        "freedom (2 to 9). Spending at α = "
-        f"{precise[2]:.4f} instead (calibrated on the same {precise[0]:,} studies; the rule does "
-        f"not do this) would bring the boundaries alone to {alpha:g} there."
+        "bound may be): " + "; ".join(parts) + " (the larger count's error includes the "
+        f"calibration's, {calibration:.4f}, from its {REFERENCE_STUDIES:,} reference studies). "
+        f"With the futility stops the rule decides {full.decided[0]:.4f} over {studies:,}: "
+        "stopping for futility can only lower it. Without the calibration (t boundaries "
+        f"carried from the z boundaries at α {alpha:g} itself, each look's own level exact) "
+        f"the same {precise.studies:,} studies give {precise.uncalibrated:.4f}: one cell's "
+        "looks share their variance estimates, and at 2 to 9 degrees of freedom they spend "
+        f"more than α together; the rule spends at {level:.4f} instead "
+        "(`search_spaces/sequential/calibration.py`)."
     )
-
-
-def precise_type_one(rule: SeedsUntilDecided, studies: int, seed: int) -> tuple[int, float, float]:
-    """The boundaries-alone type-I error over ``studies`` fresh studies at effect 0, and
-    the spending level at which the same studies give exactly ``rule.alpha`` (a
-    calibration by simulation: what the t-scale approximation would need)."""
-    rng = np.random.default_rng(seed + 1)
-    largest = []  # per study and look, |T_k|
-    for start in range(0, studies, 100_000):
-        chunk = draws(0.0, min(100_000, studies - start), rule.max, rng)
-        largest.append(
-            np.stack(
-                [
-                    np.abs(chunk[:, :n].mean(axis=1))
-                    / (chunk[:, :n].std(axis=1, ddof=1) / math.sqrt(n))
-                    for n in rule.looks
-                ],
-                axis=1,
-            )
-        )
-    t_stats = np.concatenate(largest)
-    fractions = information_fractions(rule.looks)
-
-    def error(level: float) -> float:
-        bounds = t_boundaries(z_boundaries(fractions, level), rule.looks)
-        return float(np.any(t_stats >= bounds, axis=1).mean())
-
-    level = optimize.brentq(lambda a: error(a) - rule.alpha, rule.alpha / 2, rule.alpha, xtol=1e-5)
-    return studies, error(rule.alpha), float(level)
 
 
 def section(rule: SeedsUntilDecided, studies: int, precise: int, seed: int, command: str) -> str:
@@ -323,7 +335,9 @@ def section(rule: SeedsUntilDecided, studies: int, precise: int, seed: int, comm
         f"(`search_spaces.sequential`): looks after {', '.join(map(str, rule.looks))} seeds, "
         f"Lan–DeMets O'Brien–Fleming spending at two-sided α {rule.alpha:g}, each look's "
         "paired t statistic against its z boundary carried to Student's t with n − 1 "
-        "degrees of freedom (the boundary's nominal tail kept); futility (non-binding) where "
+        "degrees of freedom (the boundary's nominal tail kept), at the spending level "
+        "calibrated on reference null studies so that the looks together spend α; "
+        "futility (non-binding) where "
         f"the repeated CI lies inside ±{rule.delta_min:g}σ or the conditional power to "
         f"cross the last boundary is below {FUTILITY_POWER:.0%}. The fixed designs: a paired "
         f"t-test at α {rule.alpha:g} after 10 or 5 seeds. ± is one Monte-Carlo standard error."
@@ -337,7 +351,7 @@ def section(rule: SeedsUntilDecided, studies: int, precise: int, seed: int, comm
         [
             intro,
             tables,
-            type_one_line(lines, rule.alpha, studies, checked),
+            type_one_line(lines, rule, studies, checked),
             stopping,
             savings(lines),
         ]

@@ -116,7 +116,7 @@ def t_boundaries(z_bounds: Floats, seeds: Sequence[int]) -> Floats:
     of freedom, ``c_k^t = F⁻¹_{t, n_k−1}(Φ(c_k))`` (the significance-level approach to
     an unknown variance; Jennison & Turnbull 2000, ch. 3). Each look's own level is
     exact; the looks together spend a little more than the z boundaries' α at few
-    degrees of freedom (docs/benchmarks.md)."""
+    degrees of freedom, which ``calibration`` corrects."""
     degrees = np.asarray(seeds, dtype=float) - 1.0
     return np.asarray(stats.t.isf(stats.norm.sf(z_bounds), degrees), dtype=float)
 

@@ -5,7 +5,8 @@ looked at after ``n_1 < … < n_K`` seeds (``SeedsUntilDecided.looks``). At look
 mean ``d̄_k``, standard deviation ``s_k`` and ``T_k = d̄_k / (s_k/√n_k)``:
 
 - **decided** where ``|T_k| ≥ c_k^t``, the Lan–DeMets O'Brien–Fleming boundary carried to
-  the t scale (``boundaries``); either sign;
+  the t scale (``boundaries``) at the spending level calibrated so that the looks
+  together spend α (``calibration``); either sign;
 - **max** where it is not decided at the last look;
 - **futile** (non-binding: stopping can only lower the type-I error, and a cell that
   goes on regardless keeps the boundaries' own) where the repeated
@@ -21,9 +22,8 @@ the score scale ``B(t) = Z·√t``, with the drift estimated as ``B(t_k)/t_k`` a
     CP_k = Φ((T_k/√t_k − c_K^t)/√(1 − t_k)) + Φ((−T_k/√t_k − c_K^t)/√(1 − t_k)).
 
 The repeated confidence intervals cover the true mean difference at every look at once
-with probability 1 − α on the z scale (ch. 9); on the t scale that is approximate (the
-boundaries alone spend about 5.3% at looks 3/5/7/10 and α 5%: docs/benchmarks.md). The
-repeated p-value (``repeated_p_value``) is at most α exactly where the cell is decided:
+with probability 1 − α (ch. 9; up to the calibration's Monte-Carlo error), and the
+repeated p-value (``repeated_t_p_value``) is at most α exactly where the cell is decided:
 no verdict claims more than the rule.
 """
 
@@ -44,11 +44,10 @@ from search_spaces.errors import SpecError, SpecIssue
 from search_spaces.sequential.boundaries import (
     Floats,
     information_fractions,
-    repeated_p_value,
     t_boundaries,
     z_boundaries,
-    z_equivalent,
 )
+from search_spaces.sequential.calibration import calibrated_level, repeated_t_p_value
 
 FUTILITY_POWER = 0.10  # below this conditional power a cell stops as futile
 
@@ -126,11 +125,12 @@ def _is_int(value: object) -> bool:
 
 @dataclass(frozen=True)
 class Design:
-    """A rule's boundaries: information fractions, z boundaries and t boundaries (one per
-    look)."""
+    """A rule's boundaries: information fractions, the calibrated spending ``level``, and
+    at that level the z boundaries and the t boundaries (one per look)."""
 
     rule: SeedsUntilDecided
     fractions: Floats
+    level: float
     z: Floats
     t: Floats
 
@@ -139,8 +139,9 @@ class Design:
 def design(rule: SeedsUntilDecided) -> Design:
     """The boundaries of ``rule`` (computed once per rule)."""
     fractions = information_fractions(rule.looks)
-    z = z_boundaries(fractions, rule.alpha)
-    return Design(rule, fractions, z, t_boundaries(z, rule.looks))
+    level = calibrated_level(rule.looks, rule.alpha)
+    z = z_boundaries(fractions, level)
+    return Design(rule, fractions, level, z, t_boundaries(z, rule.looks))
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,7 @@ def run_rule(differences: Sequence[float], rule: SeedsUntilDecided) -> list[Look
                 boundary=float(plan.t[look]),
                 ci_low=float(figures.ci_low),
                 ci_high=float(figures.ci_high),
-                p_value=repeated_p_value(z_equivalent(t_stat, n), look, plan.fractions),
+                p_value=repeated_t_p_value(t_stat, look, rule.looks),
                 conditional_power=float(figures.conditional_power),
                 verdict=verdict,
                 reason=reason,

@@ -45,7 +45,7 @@ def test_mrc_ner_at_12_epochs_is_not_decided_by_seed_5(cells: dict) -> None:
     assert all(d > 0 for d in cell.differences)  # ahead at every seed ...
     first, second = cell.looks
     assert (first.verdict, second.verdict) == (Verdict.CONTINUE, Verdict.CONTINUE)
-    # ... yet at look 2 |t| is under 6.42: mean ± c_2^t · s/√5 still holds 0.
+    # ... yet at look 2 |t| is under 6.61: mean ± c_2^t · s/√5 still holds 0.
     mean, sd = float(pd.Series(expected).mean()), float(pd.Series(expected).std(ddof=1))
     half = design(RULE).t[1] * sd / math.sqrt(5)
     assert (second.ci_low, second.ci_high) == pytest.approx((mean - half, mean + half))

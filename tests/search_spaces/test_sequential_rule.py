@@ -48,8 +48,8 @@ def test_a_zero_effect_with_a_tight_spread_is_futile_at_the_first_look() -> None
 
 
 def test_a_small_precise_effect_is_futile_when_its_interval_lies_inside_delta_min() -> None:
-    # Look 1: t 3.46, far from its boundary (108) but with conditional power near 1.
-    # Look 2: mean 0.2, se 0.0316, t 6.32 < 6.42; its repeated CI 0.2 ± 0.203 lies
+    # Look 1: t 3.46, far from its boundary (118) but with conditional power near 1.
+    # Look 2: mean 0.2, se 0.0316, t 6.32 < 6.61; its repeated CI 0.2 ± 0.209 lies
     # inside ±0.5: no difference of interest, whichever its sign.
     first, second = run_rule([0.1, 0.2, 0.3, 0.2, 0.2, 0.2], RULE)
     assert first.verdict is Verdict.CONTINUE and first.conditional_power > 0.9
