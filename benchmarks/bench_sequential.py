@@ -81,7 +81,7 @@ def sequential(differences: np.ndarray, rule: SeedsUntilDecided, futility: bool)
         mean, sd = block.mean(axis=1), block.std(axis=1, ddof=1)
         figures = look_statistics(plan, look, mean, sd)
         last = look == len(rule.looks) - 1
-        stop_futile = figures.futile & (futility and not last)
+        stop_futile = figures.futile & futility
         stops = going & (figures.decided | stop_futile | last)
         decided |= stops & figures.decided
         futile |= stops & stop_futile

@@ -167,7 +167,11 @@ def render(replays: list[Replay], rule: SeedsUntilDecided) -> str:
             + " | ".join(shown)
             + f" | {needs(cell, rule)} | {cell.saved(rule)} |"
         )
-    return "\n".join(lines) + "\n\n" + summary(replays, rule)
+    sources = "; ".join(
+        f"study {study}, {setup}: " + ", ".join(f"[{s}](results/{s}.md)" for s in shards)
+        for study, setup, shards in GROUPS
+    )
+    return "\n".join(lines) + "\n\n" + summary(replays, rule) + f"\n\nShards: {sources}."
 
 
 def needs(cell: Replay, rule: SeedsUntilDecided) -> str:

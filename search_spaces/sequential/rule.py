@@ -147,7 +147,8 @@ def design(rule: SeedsUntilDecided) -> Design:
 @dataclass(frozen=True)
 class LookStatistics:
     """One look's figures over many cells at once (arrays of one shape): the t statistic,
-    the repeated confidence interval, the conditional power, and the two stopping tests."""
+    the repeated confidence interval, the conditional power, and the two stopping tests
+    (``futile`` never at the last look)."""
 
     t_statistic: Floats
     ci_low: Floats
@@ -178,6 +179,8 @@ def look_statistics(plan: Design, look: int, mean: Floats, sd: Floats) -> LookSt
     decided = np.abs(t_stat) >= plan.t[look]
     inside = (low > -rule.delta_min) & (high < rule.delta_min)
     futile = ~decided & (inside | (power < FUTILITY_POWER))
+    if look == len(rule.looks) - 1:  # the last look ends every cell: decided or max
+        futile = np.zeros_like(decided)
     return LookStatistics(t_stat, low, high, power, decided, futile)
 
 

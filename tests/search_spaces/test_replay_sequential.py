@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -22,7 +23,7 @@ RULE = SeedsUntilDecided(delta_min=0.5)
 
 
 @pytest.fixture(scope="module")
-def cells() -> dict[tuple[str, str, str], object]:
+def cells() -> dict[tuple[str, str, str], Any]:
     return {
         (cell.setup, cell.loss.split("(")[0], cell.column): cell
         for cell in replay_sequential.replay(RULE)
@@ -34,7 +35,9 @@ def _f1(shard: str) -> pd.DataFrame:
     return rows[rows["stage"] == "final"]
 
 
-def test_mrc_ner_at_12_epochs_is_not_decided_by_seed_5(cells: dict) -> None:
+def test_mrc_ner_at_12_epochs_is_not_decided_by_seed_5(
+    cells: dict[tuple[str, str, str], Any],
+) -> None:
     # dsc − ce at seeds 0..4, read from each seed's shard here.
     expected = []
     for seed in range(5):
@@ -54,7 +57,7 @@ def test_mrc_ner_at_12_epochs_is_not_decided_by_seed_5(cells: dict) -> None:
     assert cell.seeds_needed(RULE) == 7 and cell.saved(RULE) == -2
 
 
-def test_the_tagger_is_not_decided_by_seed_5(cells: dict) -> None:
+def test_the_tagger_is_not_decided_by_seed_5(cells: dict[tuple[str, str, str], Any]) -> None:
     wide = _f1("studyB-conll-tagger-s0-4").pivot_table(
         index="seed", columns="loss_name", values="eval_f1"
     )
@@ -68,7 +71,9 @@ def test_the_tagger_is_not_decided_by_seed_5(cells: dict) -> None:
 @pytest.mark.parametrize(
     ("loss", "variant"), [("dice", "+positive"), ("focal", "+positive"), ("dsc", "-negative")]
 )
-def test_three_of_study_2s_cells_are_futile_at_seed_3(cells: dict, loss: str, variant: str) -> None:
+def test_three_of_study_2s_cells_are_futile_at_seed_3(
+    cells: dict[tuple[str, str, str], Any], loss: str, variant: str
+) -> None:
     ce = _f1("study2-mrpc-variants-ce")
     ce = ce[ce["variant"] == variant].set_index("seed")["eval_f1"]
     cell = cells[("pair classifier", loss, variant)]
@@ -85,7 +90,9 @@ def test_three_of_study_2s_cells_are_futile_at_seed_3(cells: dict, loss: str, va
     assert len(ce) == 3 and cell.saved(RULE) == 0
 
 
-def test_study_2s_cells_extended_by_study_c_carry_their_new_seeds(cells: dict) -> None:
+def test_study_2s_cells_extended_by_study_c_carry_their_new_seeds(
+    cells: dict[tuple[str, str, str], Any],
+) -> None:
     negative = cells[("pair classifier", "dsc", "+negative")]
     both = cells[("pair classifier", "dsc", "+positive&negative")]
     assert (negative.seeds_run, both.seeds_run) == (4, 6)
