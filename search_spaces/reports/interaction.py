@@ -8,7 +8,8 @@ set-ups are separate runs, so their Δs are not paired across set-ups: the test 
 Welch's (``scipy.stats.ttest_ind`` with unequal variances) on the two sets of per-seed
 Δs, with the difference's 95% Welch interval ``± t(0.975, ν) · SE``; the difference
 it detects at 5% with 80% power is ``(t(0.975, ν) + t(0.80, ν)) · SE``,
-``SE = √(s₁²/n₁ + s₂²/n₂)``, ν the Welch–Satterthwaite degrees of freedom. That figure rests on two estimated spreads; its 95% range is taken as the paired
+``SE = √(s₁²/n₁ + s₂²/n₂)``, ν the Welch–Satterthwaite degrees of freedom. That
+figure rests on two estimated spreads; its 95% range is taken as the paired
 test's is (``resolution.resolvable_range``), with ν in place of k − 1.
 """
 
