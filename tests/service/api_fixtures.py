@@ -226,5 +226,6 @@ def _trial_params(sweep_id: str, trial: FakeTrial) -> list[Param]:
     params = {"loss": str(trial.loss["name"])}
     params.update({f"loss.{k}": str(v) for k, v in trial.loss.items() if k != "name"})
     params.update(dataset=trial.dataset, variant=trial.variant, seed=str(trial.seed))
-    params.update(setup_params(trial_setup(trial.trial_config(sweep_id))))
+    if trial.dataset in DATASETS:  # runs written by hand under other names carry none
+        params.update(setup_params(trial_setup(trial.trial_config(sweep_id))))
     return [Param(key, value) for key, value in params.items()]

@@ -66,7 +66,10 @@ def evaluation(gold: list[int], predicted: list[int]) -> dict[str, float]:
 
 
 def row(loss: dict[str, Any], seed: int, metrics: dict[str, float]) -> dict[str, Any]:
-    config = {"loss": loss, "dataset": "mrpc", "variant": "original", "seed": seed}
+    config = {
+        **{"sweep_id": "sw-1", "model": "tiny-bert", "training": {}},
+        **{"loss": loss, "dataset": "mrpc", "variant": "original", "seed": seed},
+    }
     return row_from_trial(config, metrics)
 
 
