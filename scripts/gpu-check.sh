@@ -3,7 +3,7 @@
 # NVIDIA GPU: installs the CUDA build of the pinned torch, the project with its train and
 # service extras and MiniLM-L6's package into VENV, then runs benchmarks/gpu_check.py
 # (fp32, bf16 and fp16 trials, four trials sharing the GPU through a local Ray head, the
-# MRC heads' steps), its figures in OUT/gpu-check.json. Refuses in one line, exit 2,
+# MRC heads' steps), its figures in DIR/gpu-check.json. Refuses in one line, exit 2,
 # where no GPU is listed.
 #
 # --dry-run rehearses it on a CPU: each install is resolved by pip and not run (torch
@@ -11,11 +11,10 @@
 # only), then the checks at CPU scale in VENV as it is (make install; MiniLM-L6 with
 # make bench-deps or make gpu-check-dry-run).
 #
-# Usage: scripts/gpu-check.sh [--dry-run] [--out OUT]   (OUT: gpu-check)
+# Usage: scripts/gpu-check.sh [--dry-run] [--out DIR]   (DIR: gpu-check)
 #   PYTHON (python3.11) makes VENV (.venv) where it is missing; PIP_ARGS is added to every
 #   install, e.g. "--no-index --find-links WHEELS" where a wheelhouse stands in for the index.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 dry_run=0
 out=gpu-check
 while (($#)); do
@@ -26,6 +25,8 @@ while (($#)); do
     esac
     shift
 done
+[[ $out == /* ]] || out=$PWD/$out
+cd "$(dirname "$0")/.."
 python=${PYTHON:-python3.11}
 venv=${VENV:-.venv}
 read -r -a pip_args <<<"${PIP_ARGS:-}"
