@@ -108,7 +108,7 @@ def run_tuner(spec: Any, home: Path, at_once: int) -> dict[str, Any]:
     return {
         "at_once_asked": at_once,
         "wall_s": seconds,
-        "errors": [str(error).splitlines()[0] for error in results.errors],
+        "errors": [str(error).strip().splitlines()[-1] for error in results.errors],
         "trials": records,
         "most_at_once": most_at_once(records),
         "nodes": sorted({r["node"] for r in records}),
@@ -120,11 +120,13 @@ def placement_checks(together: dict[str, Any], apart: dict[str, Any], dry_run: b
     """Every trial finished; the shared run's four ran at once on one node and (on a GPU)
     one GPU; the one-at-a-time run's never overlapped."""
     gpus = together["gpus"]
+    errors = together["errors"] + apart["errors"]
     return [
         Check(
             "sweep trials",
-            not together["errors"] and not apart["errors"],
-            f"{len(together['trials'])} + {len(apart['trials'])} finished",
+            not errors,
+            f"{len(together['trials'])} + {len(apart['trials'])} finished"
+            + (f"; {len(errors)} failed, first: {errors[0]}" if errors else ""),
         ),
         Check(
             "sweep four at once",
