@@ -54,9 +54,10 @@ install() {
 
 # resolve NAME ARGS...: pip's resolution of `pip install ARGS` into NAME.json, run under
 # `${runner[@]}`; then NAME.rc holds its exit status (124: out of time) and seconds,
-# NAME.log its output. It installs nothing and downloads no wheel: an index that does not
-# serve wheels' metadata files (PEP 658) has each wheel's METADATA read from it by HTTP
-# range requests (fast-deps) instead of the wheel (the CUDA torch's is 527 MB).
+# NAME.log its output. It installs nothing and downloads no wheel but a source tree's
+# build backend: from an index that serves no wheel metadata files (PEP 658), pip reads
+# each wheel's METADATA by HTTP range requests (fast-deps), not the wheel (the CUDA
+# torch's is 527 MB).
 runner=(env)
 resolve() {
     local name=$1 status=0 began=$SECONDS
