@@ -182,7 +182,7 @@ def head_step(data: TrialData, model: str, precision: Precision, scale: Scale) -
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     fresh_peak(device)
     seed_everything(0)
-    net = data.task.build_model(model).to(device)
+    net: Any = data.task.build_model(model).to(device)  # QueryNer too: not a PreTrainedModel
     resolved = resolve(precision, device)
     counts = data.task.class_counts(data.train_features)
     loss_fn = build_loss({"name": "dsc"}, class_counts=counts, labels=data.task.labels or None)
