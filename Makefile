@@ -85,8 +85,9 @@ GPU_CHECK_OUT ?= gpu-check
 gpu-check:
 	@scripts/gpu-check.sh --out $(GPU_CHECK_OUT)
 
-## Its rehearsal on a CPU (CI; under 2 minutes on a quiet 2-core machine): the installs resolved by pip and not
-## run, and every check at CPU scale (fp32 trials, the sweep on CPUs).
+## Its rehearsal on a CPU (CI; under 2 minutes on a quiet 2-core machine): the installs
+## resolved by pip and not run, and every check at CPU scale (fp32 trials, the sweep on
+## CPUs).
 gpu-check-dry-run: minilm
 	scripts/gpu-check.sh --dry-run --out $(GPU_CHECK_OUT)
 
