@@ -34,7 +34,14 @@ def legend(table: pd.DataFrame) -> str:
     baseline of the deltas and the marks."""
     attrs = table.attrs
     text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
-    if attrs.get("baseline") is not None:
+    if attrs.get("sequential"):
+        ran = " or ".join(map(str, sorted({e["seeds"] for e in attrs["sequential"].values()})))
+        text = (
+            f"{attrs['metric']}: mean ± std over the seeds each row ran ({ran}; "
+            f"{attrs['baseline']}: every seed another ran), Δ against {attrs['baseline']} "
+            "at the row's own seeds"
+        )
+    elif attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
     if attrs.get("degenerate_cells"):

@@ -84,8 +84,9 @@ def loss_looks(rows: pd.DataFrame, metric: str, rule: SeedsUntil) -> dict[str, l
 def stopped(looks: list[Look], rule: SeedsUntil) -> dict[str, Any]:
     """Where a cell's looks end: ``look`` (1-based) of ``looks`` (how many the rule has),
     ``seeds``, ``verdict`` (decided, futile, max; ``continue`` where its seeds ran out
-    before the rule stopped it: a trial failed), ``reason``, the repeated ``ci`` and
-    the repeated ``p``; ``look`` 0 before the first look."""
+    before the rule stopped it: a trial failed), ``reason``, the mean paired difference
+    ``delta``, the repeated ``ci`` and the repeated ``p``; ``look`` 0 before the first
+    look."""
     if not looks:
         return {"look": 0, "looks": len(rule.looks), "seeds": 0, "verdict": "continue"}
     last = looks[-1]
@@ -95,6 +96,7 @@ def stopped(looks: list[Look], rule: SeedsUntil) -> dict[str, Any]:
         "seeds": last.seeds,
         "verdict": str(last.verdict),
         "reason": last.reason or "seeds missing: a trial failed",
+        "delta": last.mean,
         "ci": (last.ci_low, last.ci_high),
         "p": last.p_value,
     }
@@ -104,7 +106,8 @@ def with_rule(
     table: pd.DataFrame, looks: Mapping[Cell, list[Look]], rule: SeedsUntil
 ) -> pd.DataFrame:
     """``table`` carrying the rule (``attrs["seeds_until"]``, its text) and where each
-    cell stopped (``attrs["sequential"]``: ``{(row, column): stopped(...)}``); the
+    cell stopped (``attrs["sequential"]``: ``{(row, column): stopped(...)}``); each Δ
+    is the mean paired difference at the cell's own seeds (the baseline ran more), the
     repeated interval and p-value replace the fixed-k ones in ``attrs["ci"]`` and
     ``attrs["p_raw"]``, and the marks (``attrs["significance"]``) are the repeated
     p-values Holm-adjusted over the table, on the cells the rule decided only (NaN on
@@ -115,6 +118,8 @@ def with_rule(
     table.attrs["seeds_until"] = rule.describe()
     table.attrs["sequential"] = ends
     tested = {cell: end for cell, end in ends.items() if "p" in end}
+    for (row, column), end in tested.items():
+        table.at[row, (column, "delta")] = end["delta"]
     table.attrs["ci"] = {cell: end["ci"] for cell, end in tested.items()}
     raw = pd.Series([end["p"] for end in tested.values()], dtype=float)
     table.attrs["p_raw"] = dict(zip(tested, raw, strict=True))

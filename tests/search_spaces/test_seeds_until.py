@@ -155,10 +155,14 @@ def test_the_table_says_where_each_cell_stopped_and_why() -> None:
         "seeds": 3,
         "verdict": "futile",
         "reason": focal[-1].reason,
+        "delta": focal[-1].mean,
         "ci": (focal[-1].ci_low, focal[-1].ci_high),
         "p": focal[-1].p_value,
     }
     assert ends[("dsc", "mrpc")]["look"] == 2 and ends[("dsc", "mrpc")]["seeds"] == 5
+    # Each Δ is paired at the cell's own seeds, never against the baseline's other seeds.
+    assert table.at["focal(gamma=0)", ("mrpc", "delta")] == pytest.approx(0.0)
+    assert table.at["dsc", ("mrpc", "delta")] == pytest.approx(1.4)
     # The repeated CI and p replace the fixed-k ones; only a decided cell is marked.
     assert table.attrs["ci"][("dsc", "mrpc")] == (dsc[-1].ci_low, dsc[-1].ci_high)
     assert table.attrs["p_raw"][("focal(gamma=0)", "mrpc")] == focal[-1].p_value
