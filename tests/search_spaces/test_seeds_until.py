@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from search_spaces.errors import SpecError
-from search_spaces.reports import paper_table, to_csv, to_json, to_markdown
+from search_spaces.reports import paper_table, to_csv, to_html, to_json, to_markdown
 from search_spaces.reports.sequential import loss_looks
 from search_spaces.resolve import resolve_spec, trial_count
 from search_spaces.sections import SeedsUntil
@@ -181,6 +181,7 @@ def test_every_format_names_the_rule_and_each_stop() -> None:
     assert "dsc at look 2 of 2 (5 seeds), decided (" in markdown
     assert "repeated 95% CI [" in markdown
     assert "paired t over seeds):" not in markdown  # no fixed-k interval claimed
+    assert "focal(gamma=0) at look 1 of 2 (3 seeds), futile (" in to_html(table)
     cells = {cell["row"]: cell for cell in json.loads(to_json(table))["cells"]}
     assert cells["focal(gamma=0)"]["stopped"]["verdict"] == "futile"
     assert cells["dsc"]["stopped"]["look"] == 2
