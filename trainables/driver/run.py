@@ -41,6 +41,7 @@ from search_spaces.tuning import Stage
 from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import await_capacity, count_unfinished, start_ray, with_configs
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
+from trainables.driver.precision_probe import with_sweep_precision
 from trainables.driver.progress import ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
 from trainables.driver.rounds import run_rounds
@@ -135,6 +136,7 @@ def run(
         return refused
     from trainables.driver.tracking import TrialLogger
 
+    spec = with_sweep_precision(spec, settings, client, parent, sweep_id)
     logger = TrialLogger(link, client, outage_s=settings.mlflow_outage_s)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
     chosen: dict[str, dict[str, Any]] | None = None
