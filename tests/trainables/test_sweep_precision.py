@@ -102,9 +102,11 @@ def test_a_sweep_of_two_trial_processes_trains_in_its_one_precision(
         search_space={"losses": losses},
         resources={"cpus_per_trial": 1, "max_concurrent_trials": 2},
     )
+    measuring = environment(short_home, datasets)
+    del measuring["DICESWEEP_AUTO_PRECISION"]  # the driver measures
     result = subprocess.run(
         [*DRIVER, str(spec), "--sweep-id", "precision-test", "--num-cpus", "2"],
-        env=environment(short_home, datasets),
+        env=measuring,
         capture_output=True,
         text=True,
         timeout=600,
