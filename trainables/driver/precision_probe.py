@@ -23,6 +23,7 @@ from search_spaces.setup import FORMULATIONS
 from search_spaces.spec import SweepSpec
 
 PROBE_TIMEOUT_S = 600.0  # a worker of the trials' kind may have to start first
+FALLBACK_WIDTH = 768  # BERT-base's, where the model's config cannot be read yet
 
 
 def formulation(spec: SweepSpec) -> str:
@@ -38,13 +39,17 @@ def formulation(spec: SweepSpec) -> str:
 
 def probe_worker(model: str) -> Probe:
     """What this worker measures (run as a Ray task with a trial's resources): its
-    device, and how many times as fast as fp32 bf16 multiplies at ``model``'s width."""
+    device, and how many times as fast as fp32 bf16 multiplies at ``model``'s width
+    (``FALLBACK_WIDTH`` where its config is not on the worker yet: the trials download it)."""
     import torch
 
     from trainables.modeling import hidden_size
     from trainables.precision import cpu_bf16_speedup, gpu_bf16_speedup
 
-    width = hidden_size(model)
+    try:
+        width = hidden_size(model)
+    except OSError:
+        width = FALLBACK_WIDTH
     if torch.cuda.is_available():
         device = torch.device("cuda")
         bf16 = torch.cuda.is_bf16_supported()
