@@ -31,6 +31,7 @@ with a grid; tune one loss with random/TPE; seeds are added by
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, field_validator, model_validator
@@ -254,6 +255,12 @@ def _check_tune(spec: SweepSpec) -> None:
     for path, (broken, rule) in refused.items():
         if broken:
             raise rule_error(rule, path)
+
+
+def runs_until_decided(data: Mapping[str, Any]) -> bool:
+    """Whether a spec as stored (resolved) runs seeds until decided: its trial count is
+    then a cap, which the rule may stop short of."""
+    return isinstance(data.get("seeds"), Mapping)
 
 
 def _check_seeds_until(spec: SweepSpec) -> None:
