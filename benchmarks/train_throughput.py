@@ -119,10 +119,18 @@ def throughput(
     ]
 
 
+def with_auto(rows: list[dict[str, Any]], chosen: str) -> list[dict[str, Any]]:
+    """``rows`` and ours in ``auto``: the ours row of the precision a sweep's ``auto``
+    is decided as on this host (``chosen``), labelled ``auto → chosen``; the same loop
+    in the same precision, so not timed again."""
+    (ours,) = [r for r in rows if r["loop"] == "ours" and r["precision"] == chosen]
+    return [*rows, {**ours, "precision": f"auto → {chosen}", "trains_in": chosen}]
+
+
 def render_throughput(rows: list[dict[str, Any]]) -> str:
     """A Markdown table of ``throughput``'s rows (each with its ``dataset``), each set-up
-    against ``Trainer`` in fp32 and against ``Trainer`` in its own precision, on the same
-    data set."""
+    against ``Trainer`` in fp32 and against ``Trainer`` in the precision it trains in,
+    on the same data set."""
     lines = [
         "| data set | loop | precision | steps of 16 | examples/s (median) | range "
         "| / Trainer fp32 | / Trainer same precision |",
@@ -133,7 +141,7 @@ def render_throughput(rows: list[dict[str, Any]]) -> str:
         f"| {r['dataset']} | {r['loop']} | {r['precision']} | {r['steps']} | {r['median']:.1f} "
         f"| {r['low']:.1f}–{r['high']:.1f} "
         f"| {r['median'] / trainer[r['dataset'], 'fp32']:.2f} "
-        f"| {r['median'] / trainer[r['dataset'], r['precision']]:.2f} |"
+        f"| {r['median'] / trainer[r['dataset'], r.get('trains_in', r['precision'])]:.2f} |"
         for r in rows
     ]
     return "\n".join(lines)

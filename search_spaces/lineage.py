@@ -81,7 +81,10 @@ NODE_TAG = "dicesweep.node_id"
 HOSTNAME_TAG = "dicesweep.hostname"
 NODE_IP_TAG = "dicesweep.node_ip"
 # What a trial trained in, as it resolved training.precision on its device (fp32, bf16, fp16).
+# On a parent: the one precision its sweep's ``auto`` was decided as
+# (search_spaces.precision_rule), and why.
 PRECISION_TAG = "dicesweep.precision"
+PRECISION_REASON_TAG = "dicesweep.precision_reason"
 # On a parent: how many data sets the sweep covers; with more than one, each trial's
 # run name ends with its data set.
 DATASET_COUNT_TAG = "dicesweep.dataset_count"

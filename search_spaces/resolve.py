@@ -18,7 +18,10 @@ Number of trials (``trial_count``):
 - random/TPE: ``num_samples × seeds``: ``num_samples`` configurations are drawn and each
   runs once per seed, so the searcher sees the mean over seeds;
 - with ``tune`` (``search_spaces.tuning``): ``losses × trials_per_loss`` in stage 1 plus
-  ``losses × seeds`` in stage 2 (one data set and one variant, a grid of losses).
+  ``losses × seeds`` in stage 2 (one data set and one variant, a grid of losses);
+- seeds until decided (``seeds: {min, max, until: decided}``): the seeds are counted at
+  ``max``, the most the rule may run (the cap's count; a sweep whose losses stop sooner
+  runs fewer).
 """
 
 from __future__ import annotations
@@ -157,7 +160,7 @@ def list_presets() -> list[PresetInfo]:
 
 def _count_factors(spec: SweepSpec) -> dict[str, int]:
     """The factors of the trial count (of stage 2's with ``tune``)."""
-    seeds = len(spec.seeds)
+    seeds = len(spec.seed_list)
     if spec.search.algorithm != "grid":
         return {"samples": spec.search.num_samples or 1, "seeds": seeds}
     return {
@@ -196,18 +199,20 @@ def trial_count(spec: SweepSpec) -> int:
 def derived_description(spec: SweepSpec) -> str:
     """``"ce, focal and dsc on my_ner (ner), tiny-bert, 1 seed (3 trials)"``; a
     two-stage sweep counts both stages: ``"... 1 seed (8 trials: 6 in stage 1 + 2 in
-    stage 2)"``."""
+    stage 2)"``; seeds until decided name the rule and count at most ``max``: ``"...,
+    seeds until decided (looks 3, 5; alpha 0.05; delta_min 1) (at most 10 trials)"``."""
     losses = list(dict.fromkeys(entry.name for entry in spec.search_space.losses))
     datasets = ", ".join(dataset_label(dataset) for dataset in spec.task.dataset)
     kind = f" ({spec.task.kind})" if spec.task.kind else ""
-    seeds, trials, stages = len(spec.seeds), trial_count(spec), stage_counts(spec)
+    seeds, trials, stages = len(spec.seed_list), trial_count(spec), stage_counts(spec)
     counted = f"{trials} trial{'s' if trials != 1 else ''}"
     if "tune" in stages:
         counted += f": {stages['tune']} in stage 1 + {stages['final']} in stage 2"
-    return (
-        f"{_listed(losses)} on {datasets}{kind}, {spec.model}, "
-        f"{seeds} seed{'s' if seeds != 1 else ''} ({counted})"
-    )
+    seeded = f"{seeds} seed{'s' if seeds != 1 else ''}"
+    if spec.seeds_until is not None:
+        rule = spec.seeds_until.describe().removeprefix("until decided: ")
+        seeded, counted = f"seeds until decided ({rule})", f"at most {counted}"
+    return f"{_listed(losses)} on {datasets}{kind}, {spec.model}, {seeded} ({counted})"
 
 
 def _listed(words: list[str]) -> str:

@@ -8,8 +8,9 @@ Rules that span sections (grid vs distributions, the trial cap) live on
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,9 +23,12 @@ from search_spaces.datasets import (
     Variant,
     get_dataset,
 )
-from search_spaces.errors import ClosedModel, rule_error
+from search_spaces.errors import ClosedModel, SpecError, rule_error
 from search_spaces.losses import LossSpec
 from search_spaces.mrc_ner import Formulation, MrcNerSpec
+
+if TYPE_CHECKING:
+    from search_spaces.sequential.rule import SeedsUntilDecided
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
@@ -262,6 +266,79 @@ class ResourcesSpec(Section):
         return value
 
 
+class SeedsUntil(Section):
+    """``seeds: {min, max, until: decided, looks, alpha, delta_min}``: each loss runs seeds
+    ``0 … max − 1`` in rounds, paired with the baseline at the same seeds, until the
+    rule (``search_spaces.sequential``) decides its difference, finds it futile, or
+    reaches ``max``. ``looks`` rise from ``min`` to ``max``; ``alpha`` is two-sided over
+    all looks; ``delta_min`` is the metric's difference below which none is of interest.
+
+    Raises (as pydantic errors, field and rule named):
+        every rule ``SeedsUntilDecided`` checks.
+    """
+
+    min: Int = 3
+    max: Int = 10
+    until: Literal["decided"]
+    looks: list[Int] = Field(default_factory=lambda: [3, 5, 7, 10])
+    alpha: Float = 0.05
+    delta_min: Float = 0.0
+
+    @model_validator(mode="after")
+    def _a_rule(self) -> SeedsUntil:
+        try:
+            self.rule()
+        except SpecError as error:
+            issue = error.issues[0]
+            raise rule_error(issue.message, issue.path.removeprefix("seeds").lstrip(".")) from None
+        return self
+
+    def rule(self) -> SeedsUntilDecided:
+        """The rule's settings as ``search_spaces.sequential`` takes them.
+
+        Raises:
+            SpecError: a broken rule, its field ``seeds.<name>``.
+        """
+        # Imported here: the rule's module loads SciPy, which only this needs of a spec.
+        from search_spaces.sequential.rule import SeedsUntilDecided
+
+        return SeedsUntilDecided(
+            min=self.min,
+            max=self.max,
+            looks=tuple(self.looks),
+            alpha=self.alpha,
+            delta_min=self.delta_min,
+        )
+
+    def seeds(self) -> list[int]:
+        """Every seed a loss may run, in the order the rounds run them."""
+        return list(range(self.max))
+
+    def describe(self) -> str:
+        """``"until decided: looks 3, 5, 7, 10; alpha 0.05; delta_min 0.5"``, the setup
+        field ``seeds`` (``search_spaces.setup``), read back by ``parse``."""
+        looks = ", ".join(map(str, self.looks))
+        return f"until decided: looks {looks}; alpha {self.alpha:g}; delta_min {self.delta_min:g}"
+
+    @classmethod
+    def parse(cls, text: str) -> SeedsUntil | None:
+        """``describe``'s text back as the rule; None for any other text (a fixed list)."""
+        found = re.fullmatch(
+            r"until decided: looks ([\d, ]+); alpha ([^;]+); delta_min (.+)", text.strip()
+        )
+        if found is None:
+            return None
+        looks = [int(n) for n in found.group(1).split(",")]
+        return cls(
+            min=looks[0],
+            max=looks[-1],
+            until="decided",
+            looks=looks,
+            alpha=float(found.group(2)),
+            delta_min=float(found.group(3)),
+        )
+
+
 class TrackingLink(Section):
     """Where a sweep's trials are logged: its MLflow store, experiment and parent run."""
 
@@ -316,6 +393,9 @@ class TrialConfig(Section):
     # The values stage 1 chose among for each tuned setting (a distribution: its ends).
     tune_grid: dict[str, list[Float | Int]] = Field(default_factory=dict)
     metric: Metric = "eval_f1"  # the sweep's search metric, which early stopping watches
+    # The sweep's seeds-until-decided rule (None: a fixed list of seeds), which its
+    # table follows (``search_spaces.reports.rule``) and its setup names.
+    seeds_until: SeedsUntil | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -74,6 +75,10 @@ class DicesweepSettings(BaseSettings):
     # How long a sweep's driver waits for an MLflow server that does not answer at its
     # start (then it exits with code 5, for the service to submit it again).
     mlflow_outage_s: float = Field(3600.0, gt=0)
+    # What ``training.precision: auto`` means on this cluster, stated for every sweep
+    # (``search_spaces.precision_rule``); None: each sweep's driver measures it once on a
+    # worker of the kind its trials get.
+    auto_precision: Literal["fp32", "bf16", "fp16"] | None = None
 
     @field_validator("home")
     @classmethod

@@ -58,6 +58,7 @@ FIELD_LABELS: dict[str, str] = {
     "weight_decay": "weight decay",
     "grad_clip": "gradient clip",
     "precision": "precision",
+    "seeds": "seeds",
     "tune_grid": "tuned over",
 }
 OVERLAP_LOSSES = ("dice", "tversky", "dsc")
@@ -84,6 +85,8 @@ def trial_setup(config: Mapping[str, Any]) -> dict[str, str]:
         **_loss(trial, kind),
         **_schedule(trial, kind),
     }
+    if trial.seeds_until is not None:  # a fixed list's seeds are the rows' own
+        setup["seeds"] = trial.seeds_until.describe()
     if trial.tune_grid:
         setup["tune_grid"] = "; ".join(
             f"{name} {{{', '.join(_shown(v) for v in values)}}}"

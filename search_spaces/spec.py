@@ -9,6 +9,8 @@ A spec is YAML or JSON of the same shape on the command line and in the REST API
         - {name: ce}
         - {name: dsc, alpha: [0.1, 0.01]}   # a list: a grid within this loss
     seeds: [0, 1, 2]                 # replicates: always a grid dimension, never searched
+    # or seeds until each loss's difference from ce is decided (search_spaces.sequential):
+    # seeds: {min: 3, max: 10, until: decided, looks: [3, 5, 7, 10], delta_min: 0.5}
     search: {algorithm: grid}
 
 ``search_spaces.resolve.resolve_spec`` applies ``extends`` and validates with the model
@@ -29,13 +31,14 @@ with a grid; tune one loss with random/TPE; seeds are added by
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, field_validator, model_validator
 
 from search_spaces.background import check_background
 from search_spaces.dataset_refs import BoundedPath, dataset_label
-from search_spaces.errors import rule_error
+from search_spaces.errors import rule_error, shape_tag
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
 from search_spaces.sections import (
@@ -44,6 +47,7 @@ from search_spaces.sections import (
     SchedulerSpec,
     SearchSpec,
     Section,
+    SeedsUntil,
     TaskSpec,
     TrainingSpec,
 )
@@ -51,6 +55,19 @@ from search_spaces.tuning import TuneSpec, max_epochs
 
 MAX_SEED = 2**32 - 1  # numpy's seeding range
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"  # usable as an MLflow/Ray run name
+BASELINE = {"name": "ce"}  # the loss every other is paired with until decided
+
+
+def _seeds_shape(value: Any) -> str:
+    return "seeds until" if isinstance(value, dict | SeedsUntil) else "seed list"
+
+
+# A list of seeds, or the rule that says how many: told apart by shape, so that an error
+# names the one the spec wrote.
+Seeds = Annotated[
+    Annotated[list[Int], shape_tag("seed list")] | Annotated[SeedsUntil, shape_tag("seeds until")],
+    Discriminator(_seeds_shape),
+]
 
 
 class SearchSpaceSpec(Section):
@@ -76,7 +93,7 @@ class SweepSpec(Section):
     model: BoundedPath = "bert-base-cased"  # hub id, local path or "tiny-bert"
     training: TrainingSpec = TrainingSpec()
     search_space: SearchSpaceSpec
-    seeds: list[Int] = Field(default_factory=lambda: [0])
+    seeds: Seeds = Field(default_factory=lambda: [0])
     search: SearchSpec = SearchSpec()
     scheduler: SchedulerSpec = SchedulerSpec()
     resources: ResourcesSpec = ResourcesSpec()
@@ -85,7 +102,9 @@ class SweepSpec(Section):
 
     @field_validator("seeds")
     @classmethod
-    def _seeds(cls, seeds: list[int]) -> list[int]:
+    def _seeds(cls, seeds: list[int] | SeedsUntil) -> list[int] | SeedsUntil:
+        if isinstance(seeds, SeedsUntil):
+            return seeds
         if not seeds:
             raise rule_error("at least one seed is needed")
         if len(set(seeds)) < len(seeds):
@@ -104,8 +123,19 @@ class SweepSpec(Section):
         _check_scheduler(self)
         _check_tune(self)
         _check_precision(self)
+        _check_seeds_until(self)
         check_background(self.task, self.search_space.losses)
         return self
+
+    @property
+    def seed_list(self) -> list[int]:
+        """Every seed a trial may run: the list, or ``0 … max − 1`` until decided."""
+        return self.seeds.seeds() if isinstance(self.seeds, SeedsUntil) else list(self.seeds)
+
+    @property
+    def seeds_until(self) -> SeedsUntil | None:
+        """The seeds-until-decided rule, or None for a fixed list of seeds."""
+        return self.seeds if isinstance(self.seeds, SeedsUntil) else None
 
 
 def _check_grid(spec: SweepSpec) -> None:
@@ -225,6 +255,49 @@ def _check_tune(spec: SweepSpec) -> None:
     for path, (broken, rule) in refused.items():
         if broken:
             raise rule_error(rule, path)
+
+
+def runs_until_decided(data: Mapping[str, Any]) -> bool:
+    """Whether a spec as stored (resolved) runs seeds until decided: its trial count is
+    then a cap, which the rule may stop short of."""
+    return isinstance(data.get("seeds"), Mapping)
+
+
+def _check_seeds_until(spec: SweepSpec) -> None:
+    # Each loss is paired with the baseline on one data set and one variant, trial for
+    # whole trial: a scheduler that stops one would leave a pair half-trained.
+    if spec.seeds_until is None:
+        return
+    refused = {
+        "search.algorithm": (
+            spec.search.algorithm != "grid",
+            "seeds until decided pairs the losses of a grid: use search.algorithm grid",
+        ),
+        "task.dataset": (
+            len(spec.task.dataset) != 1,
+            "seeds until decided pairs each loss with ce on one data set: run one sweep per "
+            "data set",
+        ),
+        "task.variant": (
+            len(spec.task.variant) != 1,
+            "seeds until decided pairs each loss with ce on one variant: run one sweep per variant",
+        ),
+        "scheduler.kind": (
+            spec.tune is None and spec.scheduler.kind != "fifo",
+            "seeds until decided compares whole trials: a scheduler may stop stage-1 trials "
+            "of tune only (use fifo)",
+        ),
+    }
+    for path, (broken, rule) in refused.items():
+        if broken:
+            raise rule_error(rule, path)
+    points = expand_losses(spec)
+    if BASELINE not in points or len(points) < 2:
+        raise rule_error(
+            "seeds until decided pairs each loss with the baseline {name: ce}: list ce and at "
+            "least one other loss",
+            "search_space.losses",
+        )
 
 
 def expand_losses(spec: SweepSpec) -> list[dict[str, Any]]:

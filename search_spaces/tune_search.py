@@ -15,7 +15,9 @@ Seeds are replicates: with grid search they are a ``grid_search`` dimension of t
 searcher suggests to one trial per seed and reports the seeds' mean back to it.
 
 A spec with ``tune`` runs two ``Tuner``s, one per stage (``search_spaces.tuning``):
-``stage_param_space`` and ``tune_config_kwargs(spec, stage)`` give each its own.
+``stage_param_space`` and ``tune_config_kwargs(spec, stage)`` give each its own. Seeds
+until decided run the (final) stage in rounds, one ``Tuner`` each over the losses and
+seeds the rule still needs (``round_param_space``).
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def build_search_alg(spec: SweepSpec) -> Searcher | None:
         if algorithm == "random"
         else optuna.samplers.TPESampler(seed=seed)
     )
-    return SeedRepeater(OptunaSearch(sampler=sampler), spec.seeds)
+    return SeedRepeater(OptunaSearch(sampler=sampler), spec.seed_list)
 
 
 def build_scheduler(
@@ -216,7 +218,7 @@ def tune_num_samples(spec: SweepSpec) -> int:
     ``num_samples × seeds`` (what ``SeedRepeater`` needs)."""
     if spec.search.algorithm == "grid":
         return 1
-    return (spec.search.num_samples or 1) * len(spec.seeds)
+    return (spec.search.num_samples or 1) * len(spec.seed_list)
 
 
 def tune_config_kwargs(spec: SweepSpec, stage: Stage = "final") -> dict[str, Any]:
@@ -278,11 +280,13 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
         space["mrc"] = (spec.task.mrc or MrcNerSpec()).model_dump()
     if spec.search.algorithm == "grid":
         space["loss"] = grid(expand_losses(spec))
-        space["seed"] = grid(list(spec.seeds))
+        space["seed"] = grid(spec.seed_list)
     else:
         space["loss"] = _sampled_loss(spec.search_space.losses[0])
     space["training"] = spec.training.model_dump()
     space["metric"] = spec.search.metric
+    if spec.seeds_until is not None:  # each trial's setup names the rule its table follows
+        space["seeds_until"] = spec.seeds_until.model_dump()
     return space
 
 
@@ -332,11 +336,11 @@ def stage_param_space(
     holdout = spec.tune.holdout if stage == "tune" else None
     grid = {name: sorted(candidates(value)) for name, value in spec.tune.settings().items()}
     space.update(
-        stage=stage, holdout=holdout, holdout_seed=spec.seeds[0], tuned=tuned, tune_grid=grid
+        stage=stage, holdout=holdout, holdout_seed=spec.seed_list[0], tuned=tuned, tune_grid=grid
     )
     if stage == "tune":
-        settings = stage_one_settings(spec.tune, spec.seeds[0])
-        space["seed"] = spec.seeds[0]
+        settings = stage_one_settings(spec.tune, spec.seed_list[0])
+        space["seed"] = spec.seed_list[0]
         space["training"] = tune.grid_search(
             [spec.training.model_copy(update=setting).model_dump() for setting in settings]
         )
@@ -349,4 +353,32 @@ def stage_param_space(
     # Each loss's chosen settings, one constant the trial applies to its own loss
     # (``sections.trial_training``): each trial's training follows its loss.
     space["tuned_by_loss"] = {key: dict(setting) for key, setting in chosen.items()}
+    return space
+
+
+def round_param_space(
+    spec: SweepSpec,
+    losses: Sequence[dict[str, Any]],
+    seeds: Sequence[int],
+    *,
+    sweep_id: str = "",
+    chosen: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The ``param_space`` of one round of seeds until decided: ``losses`` × ``seeds``,
+    everything else as the (final) stage has it (with ``tune``, at the ``chosen``
+    settings).
+
+    Raises:
+        ValueError: the spec runs a fixed list of seeds, or the round runs nothing.
+    """
+    if spec.seeds_until is None:
+        raise ValueError("a fixed list of seeds runs in one Tuner: use to_param_space")
+    if not losses or not seeds:
+        raise ValueError("a round runs at least one loss at one seed")
+    if spec.tune is None:
+        space = to_param_space(spec, sweep_id=sweep_id)
+    else:
+        space = stage_param_space(spec, "final", sweep_id=sweep_id, chosen=chosen)
+    space["loss"] = tune.grid_search([dict(loss) for loss in losses])
+    space["seed"] = tune.grid_search(list(seeds))
     return space

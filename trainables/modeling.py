@@ -45,6 +45,17 @@ _HEADS = {
 }
 
 
+def hidden_size(model: str) -> int:
+    """The hidden size of ``model`` (tiny-bert's own, or its Hugging Face config's).
+
+    Raises:
+        OSError: the model's config cannot be read (not downloaded, no such folder).
+    """
+    if model == TINY_BERT:
+        return int(_TINY_CONFIG["hidden_size"])
+    return int(AutoConfig.from_pretrained(model).hidden_size)
+
+
 def tiny_tokenizer(texts: Iterable[str], cache_dir: Path, key: str) -> PreTrainedTokenizerBase:
     """A cased WordPiece tokenizer whose vocabulary comes from ``texts``
     (``tiny_vocab.build_vocab``: the same in every process), saved once under

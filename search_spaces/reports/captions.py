@@ -18,6 +18,7 @@ from search_spaces.reports.notes import mark_lines, precision_line, tuned_text
 from search_spaces.reports.paper_beside import paper_lines
 from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
+from search_spaces.reports.sequential import rule_line
 from search_spaces.reports.setup_block import setup_lines, split_line
 
 # The no-skill rule of each task kind, as the trainable scores it on the dev set.
@@ -34,12 +35,26 @@ def legend(table: pd.DataFrame) -> str:
     baseline of the deltas and the marks."""
     attrs = table.attrs
     text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
-    if attrs.get("baseline") is not None:
+    if attrs.get("sequential"):
+        ran = " or ".join(map(str, sorted({e["seeds"] for e in attrs["sequential"].values()})))
+        text = (
+            f"{attrs['metric']}: mean ± std over the seeds each row ran ({ran}; "
+            f"{attrs['baseline']}: every seed another ran), Δ against {attrs['baseline']} "
+            "at the row's own seeds"
+        )
+    elif attrs.get("baseline") is not None:
         text += f" (Δ against {attrs['baseline']})"
     text += "; best per column in bold"
     if attrs.get("degenerate_cells"):
         text += " among the cells without constant trials"
     tested = [p for p in (attrs.get("significance") or {}).values() if not math.isnan(p)]
+    if attrs.get("sequential"):
+        deltas = len(attrs.get("p_raw") or {})
+        return text + (
+            f"; ‡ p < 0.01, † p < 0.05 on the cells the rule decided (its repeated p-values,"
+            f" Holm-adjusted over the table's {deltas} Δ{'s' if deltas != 1 else ''}): "
+            "seeds until decided, each Δ paired with the baseline's seeds."
+        )
     if tested:
         count = f"{len(tested)} tested Δ" + ("s" if len(tested) > 1 else "")
         text += (
@@ -51,7 +66,10 @@ def legend(table: pd.DataFrame) -> str:
 
 def ci_line(table: pd.DataFrame) -> str | None:
     """Each tested Δ with its 95% confidence interval (paired t over seeds), in a
-    sentence, or None without tests (``attrs["ci"]``, ``tables.with_significance``)."""
+    sentence, or None without tests (``attrs["ci"]``, ``tables.with_significance``) or
+    where seeds ran until decided (``rule_line`` gives the repeated intervals)."""
+    if table.attrs.get("sequential"):
+        return None
     intervals = {
         key: bounds
         for key, bounds in (table.attrs.get("ci") or {}).items()
@@ -114,13 +132,15 @@ def tuned_line(table: pd.DataFrame) -> str | None:
 
 def notes(table: pd.DataFrame) -> list[str]:
     """The lines under a table beyond its legend: the setup fields that split cells,
-    each Δ's confidence interval, each loss's tuned settings, the optimiser steps, the
+    each Δ's confidence interval (or, seeds until decided, where each cell stopped, why,
+    and its repeated interval), each loss's tuned settings, the optimiser steps, the
     no-skill baselines, the smallest Δ the tests detect, the precision the trials
     trained in, the setup block (``setup_block.setup_lines``), the marked trials
     (constant, below no-skill: ``notes.mark_lines``) and the failed ones."""
     found = (
         split_line(table.attrs.get("split_by") or {}),
         ci_line(table),
+        rule_line(table),
         tuned_line(table),
         steps_line(table),
         baseline_line(table),

@@ -20,6 +20,7 @@ IN_THE_CELLS = (
     "resolvable_range",
     "degenerate_cells",
     "below_no_skill_cells",
+    "sequential",
 )
 
 
@@ -36,7 +37,9 @@ def to_csv(table: pd.DataFrame) -> str:
     ``degenerate`` and ``below_no_skill`` (how many of the cell's trials are constant,
     out of its mean, and below no-skill, in it), the Δ's 95% interval (``ci_low``,
     ``ci_high``) and its test's raw and Holm-adjusted p (``p_value``, ``p_holm``),
-    empty where none was tested. A text cell a spreadsheet would run as
+    empty where none was tested; seeds until decided, where each cell stopped
+    (``stop_look``, ``stop_seeds``, ``stop_verdict``, ``stop_reason``), its interval and
+    p the rule's repeated ones. A text cell a spreadsheet would run as
     a formula starts with ``'`` (OWASP's guard)."""
     frame = long_form(table)
     keys = list(zip(frame.iloc[:, 0], frame.iloc[:, 1], strict=True))
@@ -49,6 +52,10 @@ def to_csv(table: pd.DataFrame) -> str:
     frame["ci_high"] = [intervals.get(key, nan)[1] for key in keys]
     frame["p_value"] = [(table.attrs.get("p_raw") or {}).get(key, math.nan) for key in keys]
     frame["p_holm"] = [(table.attrs.get("significance") or {}).get(key, math.nan) for key in keys]
+    ends = table.attrs.get("sequential") or {}
+    if ends:  # seeds until decided: where each cell stopped (its CI and p are the repeated ones)
+        for name in ("look", "seeds", "verdict", "reason"):
+            frame[f"stop_{name}"] = [ends.get(key, {}).get(name) for key in keys]
     for key in (table.attrs["rows_key"], table.attrs["cols_key"]):
         frame[key] = frame[key].map(csv_text)
     return str(frame.to_csv(index=False))
@@ -61,7 +68,10 @@ def to_json(table: pd.DataFrame) -> str:
     the Δ's 95% interval ``ci`` and the smallest difference it detects at 80% power,
     ``resolvable``, with its 95% range, ``resolvable_range``, where there is
     one; NaN as null; how many of its trials are constant, ``degenerate``, and below
-    no-skill, ``below_no_skill``); ``failed`` lists the failed trials."""
+    no-skill, ``below_no_skill``; seeds until decided, ``stopped``: the look, seeds,
+    verdict, reason, repeated ``ci`` and ``p`` where the cell stopped, its ``ci`` and
+    ``p_value`` the repeated ones); ``seeds_until`` names the rule; ``failed`` lists
+    the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("p_raw") or {}
     adjusted = attrs.get("significance") or {}
@@ -70,6 +80,7 @@ def to_json(table: pd.DataFrame) -> str:
     ranges = attrs.get("resolvable_range") or {}
     degenerate = attrs.get("degenerate_cells") or {}
     below = attrs.get("below_no_skill_cells") or {}
+    ends = attrs.get("sequential") or {}
     frame = long_form(table)
     long = frame.astype(object).where(frame.notna(), None)
     cells = []
@@ -88,6 +99,7 @@ def to_json(table: pd.DataFrame) -> str:
                 "resolvable_range": [_number(v) for v in ranges.get((row, column), ())] or None,
                 "degenerate": int(degenerate.get((row, column), 0)),
                 "below_no_skill": int(below.get((row, column), 0)),
+                **({"stopped": _stopped(ends.get((row, column)))} if ends else {}),
             }
         )
     payload = {
@@ -97,6 +109,13 @@ def to_json(table: pd.DataFrame) -> str:
         "cells": cells,
     }
     return json.dumps(payload, default=_plain)
+
+
+def _stopped(end: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Where a cell stopped (``sequential.stopped``) as JSON: the interval a list."""
+    if end is None:
+        return None
+    return {**end, **({"ci": [_number(v) for v in end["ci"]]} if "ci" in end else {})}
 
 
 def _number(value: float | None) -> float | None:

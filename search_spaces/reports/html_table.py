@@ -19,6 +19,7 @@ from search_spaces.reports.grid import Cell, cell_grid
 from search_spaces.reports.notes import marks_html, precision_line
 from search_spaces.reports.paper_beside import paper_lines
 from search_spaces.reports.resolution import resolvable_line
+from search_spaces.reports.sequential import rule_line
 from search_spaces.reports.setup_block import setup_lines, split_line
 
 
@@ -44,6 +45,7 @@ def to_html(table: pd.DataFrame) -> str:
         text += f'<p class="tuned">{escape(tuned)}</p>'
     for css, line in (
         ("ci", ci_line(table)),
+        ("seeds-until", rule_line(table)),
         ("steps", steps_line(table)),
         ("baselines", baseline_line(table)),
         ("resolvable", resolvable_line(table)),

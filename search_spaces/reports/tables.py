@@ -16,6 +16,7 @@ from search_spaces.reports.flagged import marks, with_every_cell, with_marks, wi
 from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
 from search_spaces.reports.notes import precision_counts
 from search_spaces.reports.resolution import resolvable_difference, resolvable_range
+from search_spaces.reports.sequential import cell_looks, rule_of, with_rule
 from search_spaces.reports.setup_block import setup_block
 from search_spaces.sections import trial_training
 from search_spaces.setup import (
@@ -309,7 +310,9 @@ def paper_table(
     constant trials only kept, without a mean; where leaving the below-no-skill trials
     out too changes a Δ's sign or resolution, ``attrs["sensitivity"]`` gives both
     (``flagged.with_sensitivity``). Each data set's no-skill baselines are in
-    ``attrs["baselines"]``.
+    ``attrs["baselines"]``. Trials that ran seeds until decided are judged by their
+    rule (``sequential.with_rule``): each cell's stopping look and reason, its repeated
+    CI and p in place of the fixed-k ones.
 
     Raises:
         ValueError: what ``pivot_table`` raises.
@@ -331,6 +334,10 @@ def paper_table(
             without = pivot_table(kept, rows_key, cols_key, metric, baseline)
             tests_without = paired_test(kept, rows_key, cols_key, metric, baseline)
             table = with_sensitivity(table, tests, without, tests_without)
+        rule = rule_of(learned)
+        if rule is not None:
+            looks = cell_looks(learned, rows_key, cols_key, metric, baseline, rule)
+            table = with_rule(table, looks, rule)
     table.attrs["title"] = title
     table = with_marks(table, rows, constant, below)
     table.attrs["baselines"] = no_skill_baselines(rows)

@@ -1,6 +1,6 @@
 """Seeds until a difference is decided: a group-sequential rule over a cell's paired
 seed differences (``rule``), its boundaries (``boundaries``) and their t-scale level
-(``calibration``). Pure numerics (numpy,
+(``calibration``), and the rounds of seeds a sweep runs by it (``rounds``). Pure numerics (numpy,
 SciPy), beside ``tuning.py`` rather than under ``reports/``: the driver follows the rule
 to stop a cell's seeds, and the reports show its verdicts."""
 
@@ -17,6 +17,7 @@ from search_spaces.sequential.calibration import (
     repeated_t_p_value,
     t_design_error,
 )
+from search_spaces.sequential.rounds import Round, first_round, next_round
 from search_spaces.sequential.rule import (
     FUTILITY_POWER,
     Design,
@@ -35,12 +36,15 @@ __all__ = [
     "Design",
     "Look",
     "LookStatistics",
+    "Round",
     "SeedsUntilDecided",
     "Verdict",
     "calibrated_level",
     "design",
+    "first_round",
     "information_fractions",
     "look_statistics",
+    "next_round",
     "repeated_p_value",
     "repeated_t_p_value",
     "run_rule",

@@ -15,6 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import CHART_VIEW
 from search_spaces.reports import METRICS, below_no_skill_reason, degenerate_reason
+from search_spaces.spec import runs_until_decided
 from sweep_service.api.errors import ApiError
 from sweep_service.api.schemas import BestTrial, TrialCounts, TrialPublic
 from sweep_service.results import SweepNotFoundError, trial_rows
@@ -64,11 +65,14 @@ def _columns(rows: list[dict[str, Any]]) -> list[str]:
 def trial_counts(sweep: Sweep) -> TrialCounts:
     """The sweep's trials by state as the store last read them from MLflow
     (``progress.read_progress``, counting as ``count_states`` does); the rest of its
-    ``trial_count`` trials are pending (not started, or not yet tracked)."""
+    ``trial_count`` trials are pending (not started, or not yet tracked), but for a
+    finished sweep that ran seeds until decided, whose count is the cap its rule
+    stopped short of: none is pending there."""
     started = sweep.trials_running + sweep.trials_done + sweep.trials_failed
     started += sweep.trials_stopped
+    capped = sweep.status.is_finished() and runs_until_decided(sweep.resolved_spec)
     return TrialCounts(
-        pending=max(sweep.trial_count - started, 0),
+        pending=0 if capped else max(sweep.trial_count - started, 0),
         running=sweep.trials_running,
         done=sweep.trials_done,
         failed=sweep.trials_failed,

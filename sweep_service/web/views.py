@@ -117,11 +117,14 @@ def trial_label(row: dict[str, Any]) -> str:
 def pending_lines(sweep: Sweep, started: list[TrialLine]) -> list[TrialLine]:
     """The grid's trials that have no MLflow run (not started, or never will be in a
     finished sweep), labelled as the started ones are; none where the spec samples its
-    trials (random/TPE: they are not known before they are drawn)."""
+    trials (random/TPE: they are not known before they are drawn) or runs seeds until
+    decided (the rule says at each look which seeds it still needs)."""
     try:
         spec = validate_spec(sweep.resolved_spec, max_trials=None)
         losses = expand_losses(spec)
     except (SpecError, ValueError):
+        return []
+    if spec.seeds_until is not None:
         return []
     seen = {line.label for line in started}
     status = "NOT STARTED" if sweep.status.is_finished() else "PENDING"
@@ -130,7 +133,7 @@ def pending_lines(sweep: Sweep, started: list[TrialLine]) -> list[TrialLine]:
         for loss in losses
         for dataset in spec.task.dataset
         for variant in spec.task.variant
-        for seed in spec.seeds
+        for seed in spec.seed_list
     ]
     return [
         TrialLine(label, status, None, None, None, None, None, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -207,3 +208,37 @@ def test_asha_over_max_steps_has_no_horizon_in_epochs() -> None:
     scheduler = tune_search.build_scheduler(spec)
     assert scheduler._max_t == tune_search.MAX_EVALUATIONS
     assert tune_search.to_param_space(spec)["metric"] == spec.search.metric
+
+
+ROUNDS = {
+    "extends": "smoke",
+    "search_space": {"losses": [{"name": "ce"}, {"name": "focal", "gamma": 0}]},
+    "seeds": {"min": 3, "max": 5, "until": "decided", "looks": [3, 5]},
+}
+
+
+def test_a_round_runs_its_losses_at_its_seeds_and_carries_the_rule() -> None:
+    spec = resolve_spec(ROUNDS)
+    space = tune_search.round_param_space(spec, [{"name": "ce"}], [3, 4], sweep_id="s")
+    assert space["loss"] == tune.grid_search([{"name": "ce"}])
+    assert space["seed"] == tune.grid_search([3, 4])
+    assert space["seeds_until"] == spec.seeds.model_dump()
+    with pytest.raises(ValueError, match="at least one loss"):
+        tune_search.round_param_space(spec, [], [3])
+    fixed = resolve_spec({**ROUNDS, "seeds": [0, 1]})
+    assert "seeds_until" not in tune_search.to_param_space(fixed)
+    with pytest.raises(ValueError, match="fixed list"):
+        tune_search.round_param_space(fixed, [{"name": "ce"}], [0])
+
+
+def test_a_round_of_a_tuned_sweep_trains_each_loss_at_its_choice() -> None:
+    spec = resolve_spec(
+        {**ROUNDS, "tune": {"learning_rate": [1e-4, 1e-3], "trials_per_loss": 2, "holdout": 0.1}}
+    )
+    chosen = {
+        json.dumps(loss, sort_keys=True): {"learning_rate": 1e-3} for loss in expand_losses(spec)
+    }
+    space = tune_search.round_param_space(spec, expand_losses(spec), [0, 1, 2], chosen=chosen)
+    assert space["stage"] == "final" and space["holdout"] is None
+    assert space["tuned_by_loss"] == chosen
+    assert space["loss"] == tune.grid_search(expand_losses(spec))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
 import pytest
 from mlflow.tracking import MlflowClient
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from sweep_service.api.trials import trial_counts
 from sweep_service.progress import read_progress
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import (
@@ -258,3 +262,27 @@ def test_a_failing_stop_request_is_a_503_and_the_sweep_stays_cancelling(
     assert "cluster unreachable" in refused.json()["detail"]
     status = api.client.get(f"/v1/sweeps/{sweep.id}", headers=bearer(key)).json()["status"]
     assert status == "cancelling"
+
+
+@pytest.mark.parametrize(
+    ("status", "seeds", "pending"),
+    [
+        (SweepStatus.SUCCEEDED, {"min": 3, "max": 5, "until": "decided"}, 0),
+        (SweepStatus.RUNNING, {"min": 3, "max": 5, "until": "decided"}, 2),
+        (SweepStatus.FAILED, [0, 1, 2, 3, 4], 2),
+    ],
+)
+def test_a_finished_sweep_of_seeds_until_decided_has_none_pending(
+    status: SweepStatus, seeds: Any, pending: int
+) -> None:
+    """Its trial count is the cap its rule stopped short of (13 of 15 run here)."""
+    sweep = SimpleNamespace(
+        status=status,
+        resolved_spec={"seeds": seeds},
+        trial_count=15,
+        trials_running=0,
+        trials_done=13,
+        trials_failed=0,
+        trials_stopped=0,
+    )
+    assert trial_counts(cast(Sweep, sweep)).pending == pending

@@ -56,6 +56,9 @@ class Service:
             DICESWEEP_PORT=str(self.port),
             DICESWEEP_RAY_DASHBOARD_PORT=str(free_port()),
             DICESWEEP_RECONCILE_INTERVAL_S="1",
+            # What precision auto is, stated: a probe of tiny-bert's width sits near
+            # bf16's bar on some CPUs (trainables/test_sweep_precision.py measures).
+            DICESWEEP_AUTO_PRECISION="fp32",
             OMP_NUM_THREADS="1",
         )
         self.process: subprocess.Popen[bytes] | None = None

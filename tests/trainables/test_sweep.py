@@ -31,6 +31,9 @@ def environment(home: Path, datasets: Path) -> dict[str, str]:
     # Ray's settings as a fresh machine has them: token auth on by default.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DICESWEEP_", "RAY_"))}
     env.update(DICESWEEP_HOME=str(home), DICESWEEP_DATASETS_DIR=str(datasets), OMP_NUM_THREADS="1")
+    # The cluster states what precision auto is: a probe of tiny-bert's width sits near
+    # bf16's bar on some CPUs, and two sweeps of one spec could train in either.
+    env["DICESWEEP_AUTO_PRECISION"] = "fp32"
     return env
 
 

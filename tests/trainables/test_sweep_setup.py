@@ -50,7 +50,7 @@ EXPECTED = {
     "evaluations": {"ce": "once an epoch"},
     "weight_decay": {"ce": "0.01"},
     "grad_clip": {"ce": "1"},
-    "precision": {"ce": "fp32", "dsc": "fp32"},  # auto on a CPU, as trained
+    "precision": {"ce": "fp32", "dsc": "fp32"},  # auto as the test cluster states it
     "tune_grid": {"ce": "learning_rate {0.003, 0.3}"},
 }
 

@@ -103,7 +103,9 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
         "model": spec.model,
         "datasets": ",".join(dataset_label(dataset) for dataset in spec.task.dataset),
         "variants": ",".join(spec.task.variant),
-        "seeds": ",".join(map(str, spec.seeds)),
+        "seeds": (
+            rule.describe() if (rule := spec.seeds_until) else ",".join(map(str, spec.seed_list))
+        ),
         "search": spec.search.algorithm,
         "scheduler": spec.scheduler.kind,
         "metric": spec.search.metric,

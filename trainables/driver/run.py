@@ -41,8 +41,10 @@ from search_spaces.tuning import Stage
 from search_spaces.versions import submitter_skew
 from trainables.driver.cluster import await_capacity, count_unfinished, start_ray, with_configs
 from trainables.driver.parent import open_tracking, stop_running_trial_runs
+from trainables.driver.precision_probe import with_sweep_precision
 from trainables.driver.progress import ray_log_file
 from trainables.driver.reports import collect_rows, write_reports
+from trainables.driver.rounds import run_rounds
 from trainables.driver.spec_loading import load_spec
 from trainables.driver.stages import (
     StageInterrupted,
@@ -116,7 +118,11 @@ def run(
     started_at = time.time() if started_at is None else started_at
     sweep_id = sweep_id or new_sweep_id(spec)
     log_file = settings.home / "logs" / f"{sweep_id}.log"
-    print(f"sweep {sweep_id}: {trial_count(spec)} trials; Ray's log: {log_file}", file=sys.stderr)
+    most = "at most " if spec.seeds_until is not None else ""
+    print(
+        f"sweep {sweep_id}: {most}{trial_count(spec)} trials; Ray's log: {log_file}",
+        file=sys.stderr,
+    )
     # While Ray starts (seconds, mostly waiting on its processes), a thread sets up
     # MLflow (import, store, parent run). The trials' libraries (torch, transformers)
     # are never imported here: only the workers that run trials need them.
@@ -130,33 +136,22 @@ def run(
         return refused
     from trainables.driver.tracking import TrialLogger
 
+    spec = with_sweep_precision(spec, settings, client, parent, sweep_id)
     logger = TrialLogger(link, client, outage_s=settings.mlflow_outage_s)
     threading.Thread(target=import_report_libraries, name="report-imports", daemon=True).start()
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, dict[str, Any]] | None = None
     stage_one: list[Any] = []
     stage: Stage | None = None
-    expected = trial_count(spec)
     with ray_log_file(log_file):
-        if spec.tune is not None:
-            try:
+        try:
+            if spec.tune is not None:
                 stage_one, chosen = run_tuning(
                     spec, sweep_id, logger, settings, started_at, client, parent
                 )
-            except StageInterrupted as stop:
-                return interrupted(client, experiment, parent, sweep_id, stop.unfinished)
-            stage = "final"
-            expected = len(chosen) * len(spec.seeds)
-        tuner = build_tuner(
-            spec, sweep_id, logger, settings.storage_path, started_at, stage, chosen
-        )
-        results = tuner.fit()
-    logger.flush()  # the trial runs are complete before they are read or stopped
-    # The experiment's URI as configured: Tune's own path drops an s3:// scheme.
-    path = experiment_path(settings.storage_path, sweep_id, stage)
-    unfinished = count_unfinished(path, expected)
-    if unfinished:
-        return interrupted(client, experiment, parent, sweep_id, unfinished)
-    results = with_configs(results, path)
+                stage = "final"
+            results = run_final(spec, sweep_id, logger, settings, started_at, stage, chosen)
+        except StageInterrupted as stop:
+            return interrupted(client, experiment, parent, sweep_id, stop.unfinished)
     # What an outage or a dead driver left unwritten, from Tune's own results.
     repaired = logger.backfill([*stage_one, *results])
     if repaired:
@@ -165,6 +160,35 @@ def run(
             file=sys.stderr,
         )
     return report(spec, sweep_id, client, parent, results, stage_one)
+
+
+def run_final(
+    spec: SweepSpec,
+    sweep_id: str,
+    logger: Any,
+    settings: DicesweepSettings,
+    started_at: float,
+    stage: Stage | None,
+    chosen: dict[str, dict[str, Any]] | None,
+) -> list[Any]:
+    """The results of the sweep's table: its one ``Tuner`` (stage 2's with ``tune``, at
+    the ``chosen`` settings), or the rounds of seeds until decided (``rounds``).
+
+    Raises:
+        StageInterrupted: trials were left unfinished.
+    """
+    if spec.seeds_until is not None:
+        return run_rounds(spec, sweep_id, logger, settings, started_at, chosen)
+    tuner = build_tuner(spec, sweep_id, logger, settings.storage_path, started_at, stage, chosen)
+    results = tuner.fit()
+    logger.flush()  # the trial runs are complete before they are read or stopped
+    # The experiment's URI as configured: Tune's own path drops an s3:// scheme.
+    path = experiment_path(settings.storage_path, sweep_id, stage)
+    expected = trial_count(spec) if chosen is None else len(chosen) * len(spec.seed_list)
+    unfinished = count_unfinished(path, expected)
+    if unfinished:
+        raise StageInterrupted(unfinished)
+    return with_configs(results, path)
 
 
 def interrupted(client: Any, experiment: str, parent: str, sweep_id: str, unfinished: int) -> int:

@@ -41,32 +41,56 @@ def build_tuner(
     sweep counts time from ``started_at`` (seconds since the epoch); a restored one
     keeps the start it was given first."""
     from ray import tune
-    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
-    from search_spaces.tune_search import stage_param_space, to_param_space, tune_config_kwargs
+    from search_spaces.tune_search import stage_param_space, to_param_space
 
-    # Tune's own result files (CSV, JSON), without its TensorBoard logger: tensorboardX
-    # imports torch, which the driver otherwise never loads (the trials' workers do).
-    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
-
-    trainable = trainable_of(spec)
     path = experiment_path(storage, sweep_id, stage)
     if tune.Tuner.can_restore(path):
-        # The experiment keeps its callbacks: the progress display (with the sweep's
-        # first start) and the trial logger.
-        print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
-        # Tune leaves a trial errored only once it used up its retries (max_failures;
-        # a retry in progress is pending): its failure is final, a resumed driver's
-        # too, and it keeps its error (Tune's default, resume_errored=False).
-        return tune.Tuner.restore(path, trainable=trainable)
+        return restored_tuner(spec, sweep_id, path)
     if stage is None:
         param_space = to_param_space(spec, sweep_id=sweep_id)
     else:
         param_space = stage_param_space(spec, stage, sweep_id=sweep_id, chosen=chosen)
     total = trial_count(spec) if stage is None else stage_counts(spec)[stage]
+    folder = (sweep_id, storage) if stage is None else (stage, f"{storage}/{sweep_id}")
+    return new_tuner(spec, param_space, folder, total, logger, started_at, stage or "final")
+
+
+def restored_tuner(spec: SweepSpec, sweep_id: str, path: str) -> Any:
+    """The ``Tuner`` of the experiment at ``path``, with its callbacks (the progress
+    display with the sweep's first start, the trial logger)."""
+    from ray import tune
+
+    without_tensorboard()
+    print(f"resuming sweep {sweep_id} from {path}", file=sys.stderr)
+    # Tune leaves a trial errored only once it used up its retries (max_failures;
+    # a retry in progress is pending): its failure is final, a resumed driver's
+    # too, and it keeps its error (Tune's default, resume_errored=False).
+    return tune.Tuner.restore(path, trainable=trainable_of(spec))
+
+
+def new_tuner(
+    spec: SweepSpec,
+    param_space: dict[str, Any],
+    folder: tuple[str, str],
+    total: int,
+    logger: Any,
+    started_at: float,
+    stage: Stage,
+) -> Any:
+    """A new ``Tuner`` over ``param_space`` in ``folder`` (its name and the storage it
+    is under), its ``total`` trials counted by the progress display, scheduled as
+    ``stage``'s trials are (``tune_config_kwargs``)."""
+    from ray import tune
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    from search_spaces.tune_search import tune_config_kwargs
+
+    without_tensorboard()
+    name, storage_path = folder
     run_config = tune.RunConfig(
-        name=sweep_id if stage is None else stage,
-        storage_path=storage if stage is None else f"{storage}/{sweep_id}",
+        name=name,
+        storage_path=storage_path,
         failure_config=tune.FailureConfig(max_failures=spec.max_failures),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         callbacks=[
@@ -80,16 +104,20 @@ def build_tuner(
         verbose=0,
     )
     return tune.Tuner(
-        trainable,
+        trainable_of(spec),
         param_space=param_space,
         # Trials of a sweep need the same resources: a finished trial's worker process
         # takes the next one, so torch, transformers and MLflow are imported once per
         # worker rather than once per trial.
-        tune_config=tune.TuneConfig(
-            **tune_config_kwargs(spec, stage or "final"), reuse_actors=True
-        ),
+        tune_config=tune.TuneConfig(**tune_config_kwargs(spec, stage), reuse_actors=True),
         run_config=run_config,
     )
+
+
+def without_tensorboard() -> None:
+    """Tune's own result files (CSV, JSON), without its TensorBoard logger: tensorboardX
+    imports torch, which the driver otherwise never loads (the trials' workers do)."""
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
 
 def trainable_of(spec: SweepSpec) -> Any:
@@ -181,7 +209,7 @@ def run_tuning(
     stage_one = run_stage_one(spec, sweep_id, logger, settings, started_at, client, parent)
     chosen = choose_settings(
         ((r.config, None if r.error else r.metrics) for r in stage_one),
-        stage_one_settings(spec.tune, spec.seeds[0]),
+        stage_one_settings(spec.tune, spec.seed_list[0]),
         spec.search.metric,
     )
     mark_stage(client, parent, "final", announce_choices(sweep_id, chosen, stage_one))
