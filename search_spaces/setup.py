@@ -22,7 +22,7 @@ from typing import Any
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.datasets import DATASETS
 from search_spaces.losses import validate_loss_spec
-from search_spaces.sections import TrialConfig
+from search_spaces.sections import TrainingSpec, TrialConfig
 
 # The seed of the draw that caps a split (``training.max_train_examples``, ...): the
 # trainable samples with it (``trainables.trial_data``), the setup says so.
@@ -39,6 +39,7 @@ FIELD_LABELS: dict[str, str] = {
     "tokenizer": "tokenizer",
     "train_data": "training data",
     "eval_data": "evaluated on",
+    "test_data": "tested on",
     "loss_positions": "loss over",
     "loss_scope": "dice-family scope",
     "loss_classes": "dice-family class average",
@@ -51,10 +52,14 @@ FIELD_LABELS: dict[str, str] = {
     "warmup_ratio": "warm-up",
     "decay": "decay",
     "batch_size": "batch",
+    "grad_accumulation": "gradient accumulation",
     "max_seq_length": "max length",
     "doc_stride": "doc stride",
     "early_stopping": "early stopping",
     "evaluations": "evaluations",
+    "checkpoint": "checkpoint reported",
+    "adam_epsilon": "AdamW epsilon",
+    "head_init": "head initialisation",
     "weight_decay": "weight decay",
     "grad_clip": "gradient clip",
     "precision": "precision",
@@ -124,7 +129,7 @@ def _data(trial: TrialConfig) -> dict[str, str]:
     training = trial.training
 
     def capped(split: str, limit: int | None) -> str:
-        name = f"{dataset_label(trial.dataset)} {files[split]}"
+        name = f"{dataset_label(trial.dataset)} {files.get(split, f'{split} split')}"
         if limit is None:
             return f"{name}, whole file"
         return f"{name}, {limit} drawn {drawn} (seed {CAP_SEED})"
@@ -134,7 +139,10 @@ def _data(trial: TrialConfig) -> dict[str, str]:
         share = _shown(trial.holdout)
         held = f"{share} of the training data held out (seed {trial.holdout_seed})"
         return {"train_data": f"{train}, less {held}", "eval_data": f"the tuning split: {held}"}
-    return {"train_data": train, "eval_data": capped("eval", training.max_eval_examples)}
+    data = {"train_data": train, "eval_data": capped("eval", training.max_eval_examples)}
+    if training.score_test:
+        data["test_data"] = capped("test", training.max_eval_examples)
+    return data
 
 
 def _is_pairs(trial: TrialConfig) -> bool:
@@ -145,14 +153,14 @@ def _split_files(trial: TrialConfig) -> dict[str, str]:
     """The file each split is read from, as the data set names it."""
     dataset = trial.dataset
     if isinstance(dataset, LocalDataset):
-        return {"train": "train file", "eval": "dev file"}
+        return {"train": "train file", "eval": "dev file", "test": "test file"}
     if not isinstance(dataset, str):
-        return {"train": "train split", "eval": "validation split"}
+        return {"train": "train split", "eval": "validation split", "test": "test split"}
     info = DATASETS[dataset]
     if info.split_by_article_from:
         source = info.split_by_article_from.rsplit("/", 1)[-1]
         return {"train": f"{source} (train articles)", "eval": f"{source} (eval articles)"}
-    return {split: info.files[split].rsplit("/", 1)[-1] for split in ("train", "eval")}
+    return {split: path.rsplit("/", 1)[-1] for split, path in info.files.items()}
 
 
 def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
@@ -210,7 +218,7 @@ def _schedule(trial: TrialConfig, kind: str) -> dict[str, str]:
         "weight_decay": training.weight_decay,
     }
     setup = {name: _shown(value) for name, value in plain.items() if name not in tuned}
-    setup["decay"] = "linear to 0"
+    setup["decay"] = training.decay.text()
     if training.max_steps is not None:
         setup["max_steps"] = str(training.max_steps)
         setup.pop("epochs", None)
@@ -219,9 +227,33 @@ def _schedule(trial: TrialConfig, kind: str) -> dict[str, str]:
     setup["grad_clip"] = "off" if training.grad_clip is None else _shown(training.grad_clip)
     patience = training.early_stopping_patience
     setup["early_stopping"] = "off" if patience is None else f"patience {patience}"
-    every = training.eval_every_steps
-    setup["evaluations"] = "once an epoch" if every is None else f"every {every} steps"
+    setup["evaluations"] = _evaluations(training)
     setup["precision"] = training.precision
+    return {**setup, **_added_settings(trial)}
+
+
+def _evaluations(training: TrainingSpec) -> str:
+    if training.evaluations_per_epoch is not None:
+        return f"{training.evaluations_per_epoch} an epoch"
+    every = training.eval_every_steps
+    return "once an epoch" if every is None else f"every {every} steps"
+
+
+def _added_settings(trial: TrialConfig) -> dict[str, str]:
+    """The settings added since the first published results, each where it differs
+    from its default (what every earlier trial ran): a published trial and a new one of
+    the same setup share a cell."""
+    training, defaults = trial.training, TrainingSpec()
+    setup = {}
+    if training.grad_accumulation != defaults.grad_accumulation:
+        steps = training.batch_size * training.grad_accumulation
+        setup["grad_accumulation"] = f"{training.grad_accumulation} ({steps} per step)"
+    if training.adam_epsilon != defaults.adam_epsilon:
+        setup["adam_epsilon"] = _shown(training.adam_epsilon)
+    if training.checkpoint != defaults.checkpoint:
+        setup["checkpoint"] = f"the best evaluation by {trial.metric}"
+    if training.head_init != defaults.head_init:
+        setup["head_init"] = "the encoder's _init_weights"
     return setup
 
 

@@ -68,6 +68,7 @@ def data_request(trial: TrialConfig, settings: DicesweepSettings, model: str) ->
         stage=trial.stage,
         formulation=trial.formulation,
         mrc=None if trial.mrc is None else trial.mrc.model_dump(),
+        test=training.score_test and trial.stage == "final",  # stage 1 never reads test
     )
 
 

@@ -17,6 +17,7 @@ from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
 from search_spaces.reports.notes import precision_counts
 from search_spaces.reports.resolution import resolvable_difference, resolvable_range
 from search_spaces.reports.setup_block import setup_block
+from search_spaces.reports.tested import tested_scores
 from search_spaces.sections import trial_training
 from search_spaces.setup import (
     PREFIX,
@@ -32,6 +33,12 @@ METRICS = (
     "eval_recall",
     "eval_accuracy",
     "eval_exact_match",
+    # The reported checkpoint on the test split (training.score_test; reports.tested).
+    "test_f1",
+    "test_precision",
+    "test_recall",
+    "test_accuracy",
+    "test_exact_match",
     "train_loss",
     "epoch",
     "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
@@ -339,6 +346,7 @@ def paper_table(
     table.attrs["grid_edges"] = grid_edges(rows)
     table.attrs["setup"] = setup_block(rows, rows_key, cols_key)
     table.attrs["split_by"] = split
+    table.attrs["test"] = tested_scores(learned, rows_key, cols_key, metric)
     return table
 
 
