@@ -28,7 +28,15 @@ from search_spaces.losses import LossSpec
 from search_spaces.mrc_ner import Formulation, MrcNerSpec
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
-Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
+# eval_span_f1: NER as reading comprehension's official per-query span F1 (mrc_ner).
+Metric = Literal[
+    "eval_f1",
+    "eval_precision",
+    "eval_recall",
+    "eval_accuracy",
+    "eval_exact_match",
+    "eval_span_f1",
+]
 Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
 Float = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 

@@ -33,12 +33,17 @@ METRICS = (
     "eval_recall",
     "eval_accuracy",
     "eval_exact_match",
+    # NER as reading comprehension's official per-query span scores.
+    "eval_span_f1",
+    "eval_span_precision",
+    "eval_span_recall",
     # The reported checkpoint on the test split (training.score_test; reports.tested).
     "test_f1",
     "test_precision",
     "test_recall",
     "test_accuracy",
     "test_exact_match",
+    "test_span_f1",
     "train_loss",
     "epoch",
     "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
