@@ -46,6 +46,8 @@ FIELD_LABELS: dict[str, str] = {
     "loss_square": "dice-family denominator",
     "loss_ohem": "OHEM",
     "mrc_heads": "MRC-NER heads",
+    "mrc_labels": "MRC-NER targets",
+    "mrc_decoding": "MRC-NER decoding",
     "epochs": "epochs",
     "max_steps": "max steps",
     "learning_rate": "learning rate",
@@ -169,10 +171,15 @@ def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
     loss = validate_loss_spec(trial.loss.model_dump(exclude_none=True)).model_dump()
     mrc = trial.mrc.model_dump() if trial.mrc is not None else None
     if trial.formulation == "mrc":
-        positions = "the context words"
+        official = (mrc or {}).get("labels", "words") == "official"
+        positions = "the context sub-tokens and the last [SEP]" if official else "the context words"
         if loss["name"] in OVERLAP_LOSSES and (mrc or {}).get("dice_positions", "context") == "all":
             positions = "every position of the window"
         setup = {"loss_positions": f"start and end, binary at {positions}"}
+        if official:
+            setup["mrc_labels"] = "official: an entity ends at its last word's last sub-token"
+        if (mrc or {}).get("decoding", "strict") == "official":
+            setup["mrc_decoding"] = "official (BMES: a start without an end is one position)"
         heads = [f"answerable {(mrc or {}).get('answerable', 'off')}"]
         heads.append("span head" if (mrc or {}).get("span_head", True) else "no span head")
         setup["mrc_heads"] = ", ".join(heads)
@@ -194,8 +201,18 @@ def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
         "loss_scope": scope,
         "loss_classes": classes,
         "loss_square": "squared" if loss["square"] else "linear",
-        "loss_ohem": "off" if not ohem else f"hardest negatives, ratio {_shown(ohem)}",
+        "loss_ohem": _ohem(ohem, loss.get("ohem_rule", "hardest")),
     }
+
+
+def _ohem(ratio: float, rule: str) -> str:
+    if not ratio:
+        return "off"
+    if rule == "official":
+        return (
+            f"the official binary rule (no negative once 2 or more are kept), ratio {_shown(ratio)}"
+        )
+    return f"hardest negatives, ratio {_shown(ratio)}"
 
 
 def _positions(kind: str) -> str:
