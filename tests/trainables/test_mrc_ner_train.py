@@ -63,7 +63,7 @@ def test_the_spec_settings_reach_the_task(toy_home: DicesweepSettings) -> None:
     assert isinstance(data.task, MrcNer)
     assert data.task.settings == spec.task.mrc
     assert data.task.types == ["LOC", "PER"]
-    assert "people" in data.task.queries["PER"]
+    assert data.task.queries["PER"] == "person entities are named persons or family."
     model = data.task.build_model("tiny-bert", len(data.tokenizer))
     assert model.span is None and model.answerable is not None  # type: ignore[union-attr]
     assert model.encoder.config.hidden_dropout_prob == 0.2  # type: ignore[union-attr]
