@@ -54,6 +54,7 @@ def tested_line(table: pd.DataFrame, label: Callable[[Any], str]) -> str | None:
     def shown(entry: dict[str, Any]) -> str:
         spread = "" if math.isnan(entry["std"]) else f" ± {entry['std']:.2f}"
         where = f"{label(entry['row'])} on {label(entry['column'])}"
-        return f"{where} {entry['mean']:.2f}{spread} ({entry['trials']} trials)"
+        trials = f"{entry['trials']} trial" + ("s" if entry["trials"] > 1 else "")
+        return f"{where} {entry['mean']:.2f}{spread} ({trials})"
 
     return f"Test split, the reported checkpoint ({name}): " + "; ".join(map(shown, scores)) + "."
