@@ -125,25 +125,34 @@ def model_label(model: str) -> str:
 
 def _data(trial: TrialConfig) -> dict[str, str]:
     """The training data and what the trial is scored on: split files, caps and how
-    they were drawn, the tuning split of a stage-1 trial."""
+    they were drawn. A stage-1 trial's tuning split is held out of the whole training
+    file first; its training data and its tuning split are then capped."""
     files = _split_files(trial)
     drawn = "stratified by label" if trial.kind == "pi" or _is_pairs(trial) else "at random"
     training = trial.training
 
-    def capped(split: str, limit: int | None) -> str:
-        name = f"{dataset_label(trial.dataset)} {files.get(split, f'{split} split')}"
+    def capped(name: str, limit: int | None, whole: str = "whole file") -> str:
         if limit is None:
-            return f"{name}, whole file"
+            return f"{name}, {whole}"
         return f"{name}, {limit} drawn {drawn} (seed {CAP_SEED})"
 
-    train = capped("train", training.max_train_examples)
+    train = f"{dataset_label(trial.dataset)} {files['train']}"
     if trial.stage == "tune":
-        share = _shown(trial.holdout)
-        held = f"{share} of the training data held out (seed {trial.holdout_seed})"
-        return {"train_data": f"{train}, less {held}", "eval_data": f"the tuning split: {held}"}
-    data = {"train_data": train, "eval_data": capped("eval", training.max_eval_examples)}
+        held = f"{_shown(trial.holdout)} of it, drawn with seed {trial.holdout_seed}"
+        return {
+            "train_data": capped(
+                f"{train} less the tuning split ({held})", training.max_train_examples
+            ),
+            "eval_data": capped(f"the tuning split ({held})", training.max_eval_examples, "all"),
+        }
+    label = dataset_label(trial.dataset)
+    data = {
+        "train_data": capped(train, training.max_train_examples),
+        "eval_data": capped(f"{label} {files['eval']}", training.max_eval_examples),
+    }
     if training.score_test:
-        data["test_data"] = capped("test", training.max_eval_examples)
+        test = files.get("test", "test split")
+        data["test_data"] = capped(f"{label} {test}", training.max_eval_examples)
     return data
 
 

@@ -88,6 +88,7 @@ def cmd_grid(args: argparse.Namespace) -> int:
             args.cols,
             args.metric,
             random_sampling=None,
+            paper=args.paper,
         )
     except NoResultsError:  # none yet, or only stage 1's
         print(f"dicesweep grid: no finished trials found for {names}", file=sys.stderr)
@@ -241,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--metric", default="eval_f1")
     grid.add_argument("--output", type=Path, help="write here instead of standard output")
     grid.add_argument("--json", action="store_true", help="--format json: the API's JSON")
+    grid.add_argument(
+        "--paper", action="store_true", help="the paper's Δ beside each cell it reports"
+    )
     grid.set_defaults(handler=cmd_grid)
     serve = sub.add_parser("serve", help="the REST API (a local Ray head unless configured)")
     serve.add_argument("--host", help="default: DICESWEEP_HOST or 127.0.0.1")

@@ -149,13 +149,13 @@ class Client:
         """The presets: ``{"data": [{"name", "description", "trial_count"}], "count"}``."""
         return dict(self.request("GET", "/v1/search-spaces"))
 
-    def grid_json(self, ids: Sequence[str], **query: str | None) -> dict[str, Any]:
+    def grid_json(self, ids: Sequence[str], **query: str | bool | None) -> dict[str, Any]:
         """The table of several sweeps merged (``GET /v1/grid``) as the API's JSON;
-        ``query``: ``rows``, ``cols``, ``metric``."""
-        params = {"ids": ",".join(ids), **{k: v for k, v in query.items() if v is not None}}
+        ``query``: ``rows``, ``cols``, ``metric``, ``paper`` (the paper's Δ beside)."""
+        params = {"ids": ",".join(ids), **_query(query)}
         return dict(self.request("GET", "/v1/grid", params=params))
 
-    def grid(self, ids: Sequence[str], **query: str | None) -> pd.DataFrame:
+    def grid(self, ids: Sequence[str], **query: str | bool | None) -> pd.DataFrame:
         """``grid_json`` as a DataFrame, one row per cell (``frames.grid_frame``)."""
         from sweep_service.frames import grid_frame
 
@@ -238,12 +238,13 @@ class Sweep:
 
         return trials_frame(self.trials_json())
 
-    def grid_json(self, **query: str | None) -> dict[str, Any]:
-        """Its table as the API's JSON; ``query``: ``rows``, ``cols``, ``metric``."""
-        params = {k: v for k, v in query.items() if v is not None}
+    def grid_json(self, **query: str | bool | None) -> dict[str, Any]:
+        """Its table as the API's JSON; ``query``: ``rows``, ``cols``, ``metric``,
+        ``paper`` (``True``: the paper's Δ beside each cell it reports)."""
+        params = _query(query)
         return dict(self.client.request("GET", f"/v1/sweeps/{self.id}/grid", params=params))
 
-    def grid(self, **query: str | None) -> pd.DataFrame:
+    def grid(self, **query: str | bool | None) -> pd.DataFrame:
         """Its table, one row per cell (``frames.grid_frame``)."""
         from sweep_service.frames import grid_frame
 
@@ -293,3 +294,12 @@ def _reason(response: httpx.Response) -> str:
             for item in detail
         )
     return str(detail)
+
+
+def _query(query: Mapping[str, str | bool | None]) -> dict[str, str]:
+    """A table's query as URL parameters: unset ones left out, flags as ``1``/``0``."""
+    return {
+        key: ("1" if value else "0") if isinstance(value, bool) else value
+        for key, value in query.items()
+        if value is not None
+    }

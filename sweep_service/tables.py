@@ -23,6 +23,7 @@ from search_spaces.reports import (
     with_failures,
 )
 from search_spaces.reports.budget import with_budget_curves
+from search_spaces.reports.paper_beside import with_paper
 
 # stage: a table holds stage 2 only (final_rows).
 NOT_GROUPABLE = frozenset(
@@ -94,12 +95,14 @@ def grid_of(
     cols_key: str | None = None,
     metric: str = "eval_f1",
     random_sampling: bool | None = False,
+    paper: bool = False,
 ) -> pd.DataFrame:
     """The table of the finished trials among ``trials`` (MLflow's rows of one sweep
     or several, ``subject`` in messages), titled ``title``, the failed ones listed.
     Stage-1 trials (``stage == "tune"``) are not in it: they give the budget curves it
     carries, read as random draws where ``random_sampling`` (``stage_one_is_random``;
-    None: unknown, which the text says).
+    None: unknown, which the text says). With ``paper``, the paper's Δ beside each
+    cell it reports (``reports.paper_beside``).
 
     Raises:
         NoResultsError: before any trial (of the final stage) finished.
@@ -111,6 +114,8 @@ def grid_of(
         raise NoResultsError(f"{subject} has no finished final-stage trials yet")
     table = build_table(reported, rows_key, cols_key, metric, title)
     table = with_budget_curves(table, finished, random_sampling)
+    if paper:
+        table = with_paper(table, reported)
     return with_failures(table, failed_trials(trials))
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from search_spaces.reports.formats import format_value
 from search_spaces.reports.notes import mark_lines, precision_line, tuned_text
+from search_spaces.reports.paper_beside import paper_lines
 from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
 from search_spaces.reports.setup_block import setup_lines, split_line
@@ -129,6 +130,7 @@ def notes(table: pd.DataFrame) -> list[str]:
         tested_line(table, format_value),
     )
     lines = [line for line in found if line]
+    lines += paper_lines(table)
     lines += setup_lines(table.attrs.get("setup") or [])
     lines += mark_lines(table, failed_label)
     failed = table.attrs.get("failed") or []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import pandas as pd
 
@@ -18,6 +17,7 @@ from search_spaces.reports.captions import (
 )
 from search_spaces.reports.grid import Cell, cell_grid
 from search_spaces.reports.notes import marks_html, precision_line
+from search_spaces.reports.paper_beside import paper_lines
 from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.setup_block import setup_lines, split_line
 
@@ -52,7 +52,8 @@ def to_html(table: pd.DataFrame) -> str:
         text += f'<p class="{css}">{escape(line)}</p>' if line else ""
     split = split_line(table.attrs.get("split_by") or {})
     text += f'<p class="split">{escape(split)}</p>' if split else ""
-    text += setup_html(table.attrs.get("setup") or [])
+    text += _list_html(paper_lines(table), "paper")
+    text += _list_html(setup_lines(table.attrs.get("setup") or []), "setup")
     text += marks_html(table, failed_label)
     failed = table.attrs.get("failed") or []
     if failed:
@@ -63,13 +64,13 @@ def to_html(table: pd.DataFrame) -> str:
     return text + budget_html(table)
 
 
-def setup_html(block: list[dict[str, Any]]) -> str:
-    """The setup block as a heading and a list (``setup_block.setup_lines``), escaped."""
-    lines = setup_lines(block)
+def _list_html(lines: list[str], css: str) -> str:
+    """A heading and its ``- item`` lines (``setup_lines``, ``paper_lines``) as a
+    paragraph and a list of class ``css``, escaped."""
     if not lines:
         return ""
     items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in lines[1:])
-    return f'<p>{html.escape(lines[0])}</p><ul class="setup">{items}</ul>'
+    return f'<p>{html.escape(lines[0])}</p><ul class="{css}">{items}</ul>'
 
 
 def _html_cell(cell: Cell) -> str:

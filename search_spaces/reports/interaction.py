@@ -6,9 +6,10 @@ In each set-up the loss's Δ is taken seed by seed (loss − baseline, as ``pair
 pairs them); the interaction is the second set-up's mean Δ less the first's. The two
 set-ups are separate runs, so their Δs are not paired across set-ups: the test is
 Welch's (``scipy.stats.ttest_ind`` with unequal variances) on the two sets of per-seed
-Δs, and the difference it resolves at 5% with 80% power is ``(t(0.975, ν) + t(0.80,
-ν)) · SE``, ``SE = √(s₁²/n₁ + s₂²/n₂)``, ν the Welch–Satterthwaite degrees of freedom.
-That figure rests on two estimated spreads; its 95% range is taken as the paired
+Δs, with the difference's 95% Welch interval ``± t(0.975, ν) · SE``; the difference
+it detects at 5% with 80% power is ``(t(0.975, ν) + t(0.80, ν)) · SE``,
+``SE = √(s₁²/n₁ + s₂²/n₂)``, ν the Welch–Satterthwaite degrees of freedom. That
+figure rests on two estimated spreads; its 95% range is taken as the paired
 test's is (``resolution.resolvable_range``), with ν in place of k − 1.
 """
 
@@ -36,11 +37,9 @@ class Interaction:
     resolvable_low: float
     resolvable_high: float
     degrees_of_freedom: float
+    ci_low: float = math.nan  # the difference's 95% Welch interval
+    ci_high: float = math.nan
     metric: str = "eval_f1"
-
-    @property
-    def resolved(self) -> bool:
-        return self.resolvable <= abs(self.difference)
 
 
 def per_seed_deltas(
@@ -76,13 +75,15 @@ def interaction(
     one = per_seed_deltas(first, loss, baseline, metric)
     two = per_seed_deltas(second, loss, baseline, metric)
     difference = float(two.mean() - one.mean()) if len(one) and len(two) else math.nan
-    p_value = resolvable = low = high = dof = math.nan
+    p_value = resolvable = low = high = dof = ci_low = ci_high = math.nan
     if len(one) >= 2 and len(two) >= 2:
         v1, v2 = one.var(ddof=1) / len(one), two.var(ddof=1) / len(two)
         error = math.sqrt(v1 + v2)
         if error > 0:
             dof = (v1 + v2) ** 2 / (v1**2 / (len(one) - 1) + v2**2 / (len(two) - 1))
             p_value = float(stats.ttest_ind(two, one, equal_var=False).pvalue)
+            half = float(stats.t.ppf(0.975, dof) * error)
+            ci_low, ci_high = difference - half, difference + half
             resolvable = float((stats.t.ppf(0.975, dof) + stats.t.ppf(0.80, dof)) * error)
             low = resolvable * math.sqrt(dof / stats.chi2.ppf(0.975, dof))
             high = resolvable * math.sqrt(dof / stats.chi2.ppf(0.025, dof))
@@ -97,6 +98,8 @@ def interaction(
         resolvable_low=float(low),
         resolvable_high=float(high),
         degrees_of_freedom=float(dof),
+        ci_low=float(ci_low),
+        ci_high=float(ci_high),
         metric=metric,
     )
 
@@ -119,21 +122,15 @@ def interaction_markdown(found: Interaction, first_name: str, second_name: str) 
     if math.isnan(found.resolvable):
         verdict = "no test: each set-up needs at least 2 seeds with a spread"
     else:
-        reach = (
-            f"these seeds resolve {found.resolvable:.2f} at 80% power (plausibly"
-            f" {found.resolvable_low:.2f}–{found.resolvable_high:.2f})"
+        interval = f"95% CI {found.ci_low:+.2f} to {found.ci_high:+.2f} (Welch)"
+        test = "significant at 5%" if found.p_value < 0.05 else "not significant"
+        verdict = (
+            f"{interval}, Welch's p {found.p_value:.3f}, {test}; the smallest difference"
+            f" these seeds detect at 80% power is {found.resolvable:.2f} (plausibly"
+            f" {found.resolvable_low:.2f}–{found.resolvable_high:.2f}), a planning figure."
+            " A difference of two set-ups: it names no cause unless they differ in one"
+            " thing alone"
         )
-        if found.p_value >= 0.05:
-            verdict = (
-                f"Welch's p {found.p_value:.3f}, not significant: {reach}, so evidence neither way"
-            )
-        elif found.resolved:
-            verdict = f"Welch's p {found.p_value:.3f}, significant; {reach}: resolved"
-        else:
-            verdict = (
-                f"Welch's p {found.p_value:.3f}, significant at 5%, but {reach}: a"
-                " difference this size is found by these seeds only part of the time"
-            )
     sentence = (
         f"Interaction (Δ in {second_name} − Δ in {first_name}): "
         f"**{found.difference:+.2f}** ({found.metric}); {verdict}."

@@ -24,8 +24,8 @@ def setup_block(rows: pd.DataFrame, rows_key: str, cols_key: str) -> list[dict[s
     """Each setup field of ``rows`` (the table's trials, keyed as the table is) as
     ``{"field", "label", "value"}`` where all share one value, or ``{"field", "label",
     "values": [{"value", "where"}]}``, ``where`` naming the table rows (``"ce, dsc"``),
-    columns or ``row @ column`` cells that ran it (``"n/a"``: the field does not apply
-    there); fields no trial has are left out."""
+    columns or ``row @ column`` cells that ran it (rows the field does not apply to,
+    ``n/a``, are not listed); fields no trial has are left out."""
     block = []
     for field, label in FIELD_LABELS.items():
         column = f"{PREFIX}{field}"
@@ -47,7 +47,7 @@ def _where(rows: pd.DataFrame, column: str, rows_key: str, cols_key: str) -> lis
         if (rows.groupby(keys)[column].nunique() == 1).all():
             break
     entries = []
-    for value in ordered(rows[column].unique()):
+    for value in ordered(set(rows[column].unique()) - {"n/a"}):
         chosen = rows[rows[column] == value]
         places = chosen[keys].drop_duplicates().itertuples(index=False)
         shown = [" @ ".join(format_value(part) for part in place) for place in places]

@@ -212,11 +212,17 @@ def test_study4_resolvable_ranges_and_the_6_epoch_spread() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["README.md", "study1-conll.md", "study2-mrpc.md", "study3-conll.md", "study4-gsd.md"]
+    "name", ["study1-conll.md", "study2-mrpc.md", "study3-conll.md", "study4-gsd.md"]
 )
 def test_each_corrected_page_opens_with_its_dated_corrections(name: str) -> None:
     lines = (RESULTS / name).read_text().splitlines()
     assert lines[0].startswith("# ") and lines[2] == "## Corrections (2026-11-27)"
+
+
+def test_the_results_readme_opens_with_the_scoreboard_then_its_corrections() -> None:
+    lines = (RESULTS / "README.md").read_text().splitlines()
+    assert lines[0].startswith("# ") and lines[2] == "## The scoreboard"
+    assert lines[6] == "## Corrections (2026-11-27)"
 
 
 def test_study2_tuning_shards_resolvable_ranges_and_their_90_percent() -> None:

@@ -74,17 +74,21 @@ def test_the_interaction_is_welchs_test_on_the_two_sets_of_deltas() -> None:
     expected = (stats.t.ppf(0.975, dof) + stats.t.ppf(0.80, dof)) * error
     assert found.resolvable == pytest.approx(expected, rel=1e-6)
     assert found.resolvable_low < found.resolvable < found.resolvable_high
-    assert found.resolved  # 2.83 against about 2.1
+    half = stats.t.ppf(0.975, dof) * error
+    assert (found.ci_low, found.ci_high) == pytest.approx(
+        (found.difference - half, found.difference + half), rel=1e-6
+    )
     text = interaction_markdown(found, "tagger", "MRC-NER")
     assert "Interaction (Δ in MRC-NER − Δ in tagger): **+2.83**" in text
     assert "| tagger | 3 | -2.17 | 0.76 | 0: -2.00, 1: -1.50, 2: -3.00 |" in text
-    assert ": resolved." in text
+    assert f"95% CI {found.ci_low:+.2f} to {found.ci_high:+.2f} (Welch)" in text
+    assert "resolved" not in text and "names no cause" in text
 
 
 def test_a_difference_below_the_seeds_reach_is_evidence_neither_way() -> None:
     close = _rows({("ce", "ce"): [85.0, 86.0, 87.0], (MRC_DSC, "dsc"): [82.0, 85.0, 84.0]})
     found = interaction(TAGGER, close, "dsc")
-    assert found.p_value > 0.05 and not found.resolved
+    assert found.p_value > 0.05 and found.ci_low < 0 < found.ci_high
     assert "not significant" in interaction_markdown(found, "tagger", "MRC-NER")
     one_seed = interaction(TAGGER, close[close["seed"] == 0], "dsc")
     assert math.isnan(one_seed.p_value) and "no test" in interaction_markdown(one_seed, "a", "b")

@@ -111,5 +111,5 @@ def test_a_choice_at_the_lowest_rate_of_its_grid_is_flagged(swept: dict[str, Any
     assert f"ce: learning_rate=0.003 (at the grid's edge: the {edge})" in to_markdown(table)
     stage_one = swept["rows"][swept["rows"]["stage"] == "tune"]
     assert set(stage_one["setup_eval_data"]) == {
-        "the tuning split: 0.1 of the training data held out (seed 0)"
+        "the tuning split (0.1 of it, drawn with seed 0), 100 drawn at random (seed 0)"
     }

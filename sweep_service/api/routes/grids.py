@@ -57,13 +57,17 @@ async def read_merged_grid(
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
     fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
+    paper: Annotated[bool, Query(description="the paper's Δ beside each cell it reports")] = False,
 ) -> Response:
     """One table over the finished trials of every sweep in ``ids`` (each the
     caller's), in the paper's layout unless ``rows``/``cols`` are given; the rows
-    carry a ``sweep`` column, so ``rows=sweep`` compares the sweeps themselves."""
+    carry a ``sweep`` column, so ``rows=sweep`` compares the sweeps themselves;
+    ``paper=1``: the paper's Δ beside ours."""
     # Async: a PNG is awaited from the API's one renderer without holding a request
     # thread; the store and MLflow are read on the thread pool.
-    table = await run_in_threadpool(merged_table, ids, session, owner, tracking, rows, cols, metric)
+    table = await run_in_threadpool(
+        merged_table, ids, session, owner, tracking, rows, cols, metric, paper
+    )
     return await grid_response(table, fmt, services.png)
 
 
@@ -75,6 +79,7 @@ def merged_table(
     rows: str | None,
     cols: str | None,
     metric: str,
+    paper: bool = False,
 ) -> pd.DataFrame:
     """The merged table of the caller's sweeps ``ids`` (``read_merged_grid``).
 
@@ -95,4 +100,4 @@ def merged_table(
     subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
     title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
     random_sampling = all(stage_one_is_random(sweep.resolved_spec) for sweep in sweeps)
-    return grid_of(trials, subject, title, rows, cols, metric, random_sampling)
+    return grid_of(trials, subject, title, rows, cols, metric, random_sampling, paper)

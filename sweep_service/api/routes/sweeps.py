@@ -195,15 +195,25 @@ async def read_grid(
     cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
     metric: str = "eval_f1",
     fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
+    paper: Annotated[bool, Query(description="the paper's Δ beside each cell it reports")] = False,
 ) -> Response:
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
-    delta against ``ce`` marked where the paired test finds it significant, the best
-    per column in bold; the paper's layout unless ``rows``/``cols`` are given."""
+    delta against ``ce`` with its 95% interval, marked where the Holm-adjusted paired
+    test finds it significant, the best per column in bold; the paper's layout unless
+    ``rows``/``cols`` are given; ``paper=1``: the paper's Δ beside ours."""
     # Async: a PNG is awaited without holding a request thread (PngRenderer).
     trials = await run_in_threadpool(sweep_trials, tracking, sweep)
     random_sampling = stage_one_is_random(sweep.resolved_spec)
     table = await run_in_threadpool(
-        grid_of, trials, f"sweep {sweep.id!r}", sweep.name, rows, cols, metric, random_sampling
+        grid_of,
+        trials,
+        f"sweep {sweep.id!r}",
+        sweep.name,
+        rows,
+        cols,
+        metric,
+        random_sampling,
+        paper,
     )
     return await grid_response(table, fmt, services.png)
 
