@@ -155,3 +155,10 @@ def test_canonical_rounds_binary_noise_only() -> None:
     assert canonical(0.123456789) == 0.123456789
     assert canonical(3) == 3
     assert canonical("set") == "set"
+
+
+def test_an_ohem_rule_without_a_ratio_names_the_rule() -> None:
+    with pytest.raises(LossSpecError, match=r"ohem_rule 'official' .* applies with ohem_ratio > 0"):
+        validate_loss_spec({"name": "dsc", "ohem_rule": "official"})
+    spec = validate_loss_spec({"name": "dsc", "ohem_ratio": 0.3, "ohem_rule": "official"})
+    assert spec.model_dump()["ohem_rule"] == "official"
