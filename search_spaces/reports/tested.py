@@ -8,7 +8,6 @@ never chosen on (stage 1 of a two-stage sweep never reads it).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ def tested_scores(
     rows: pd.DataFrame, rows_key: str, cols_key: str, metric: str
 ) -> list[dict[str, Any]]:
     """One entry per cell whose trials reported ``tested_metric(metric)``: its ``row``,
-    ``column``, ``mean``, ``std`` (n-1; NaN for one trial) and ``trials``, in row then
+    ``column``, ``mean``, ``std`` (n-1; None for one trial) and ``trials``, in row then
     column order of first appearance; [] where no trial scored the test split."""
     name = tested_metric(metric)
     if name not in rows or rows[name].isna().all():
@@ -36,7 +35,7 @@ def tested_scores(
             "row": row,
             "column": column,
             "mean": float(values.mean()),
-            "std": float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+            "std": float(values.std(ddof=1)) if len(values) > 1 else None,
             "trials": len(values),
         }
         for (row, column), values in cells
@@ -52,7 +51,7 @@ def tested_line(table: pd.DataFrame, label: Callable[[Any], str]) -> str | None:
     name = tested_metric(str(table.attrs.get("metric", "eval_f1")))
 
     def shown(entry: dict[str, Any]) -> str:
-        spread = "" if math.isnan(entry["std"]) else f" ± {entry['std']:.2f}"
+        spread = "" if entry["std"] is None else f" ± {entry['std']:.2f}"
         where = f"{label(entry['row'])} on {label(entry['column'])}"
         trials = f"{entry['trials']} trial" + ("s" if entry["trials"] > 1 else "")
         return f"{where} {entry['mean']:.2f}{spread} ({trials})"

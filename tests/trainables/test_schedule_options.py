@@ -5,6 +5,7 @@ checkpoint reported and the test split scored with it."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,6 +16,7 @@ import torch
 
 from search_spaces.reports import paper_table, row_from_trial
 from search_spaces.reports.captions import notes
+from search_spaces.reports.csv_json import to_json
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
 from search_spaces.setup import trial_setup
@@ -173,7 +175,13 @@ def test_the_best_dev_checkpoint_is_reported_and_scored_on_test(
     table = paper_table(pd.DataFrame([row, other]))
     assert table.attrs["test"][0]["mean"] == pytest.approx(final["test_f1"])
     line = next(text for text in notes(table) if text.startswith("Test split"))
-    assert f"ce on conll2003 {final['test_f1']:.2f}" in line, line
+    assert f"ce on conll2003 {final['test_f1']:.2f} (1 trial)" in line, line
+    exported = json.loads(to_json(table), parse_constant=_no_constant)
+    assert exported["test"][0]["mean"] == pytest.approx(final["test_f1"])
+
+
+def _no_constant(name: str) -> float:
+    raise AssertionError(f"{name} is not JSON")
 
 
 class KeepingRecorder(Recorder):
