@@ -41,6 +41,10 @@ Flag = Annotated[bool, Field(strict=True)]
 # OHEM (the official ``ohem_ratio``): per class, keep every positive and at most
 # ``ratio x positives`` negatives, the hardest; 0 keeps every position (off).
 OhemRatio = Annotated[_Number, Field(ge=0.0, le=1000.0)]
+# Which negatives OHEM keeps: the ``floor(ratio x positives)`` hardest ("hardest", the
+# paper's rule), or what the official binary OHEM keeps ("official": its selection mask
+# broadcasts to N x N, so with two or more negatives to keep it keeps none; docs/losses.md).
+OhemRule = Literal["hardest", "official"]
 Tag = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 # The tag ``classes: foreground`` leaves out when the spec names none: BIO's outside tag.
 DEFAULT_BACKGROUND = "O"
@@ -94,10 +98,13 @@ class WceSpec(_LossSpec):
 
 
 class FocalSpec(_LossSpec):
-    """Focal loss ``-(1 - p_t)^gamma log p_t``; ``gamma=0`` equals CE."""
+    """Focal loss ``-(1 - p_t)^gamma log p_t``; ``gamma=0`` equals CE. ``prob_offset``
+    ε > 0 reads every class probability as ``(p + ε) / (1 + C ε)`` first (the official
+    code's ``log(p + 1e-4)`` taken back through its softmax: ε 1e-4, C 2)."""
 
     name: Literal["focal"] = "focal"
     gamma: Annotated[_Number, Field(ge=0.0, le=100.0)] = 2.0
+    prob_offset: Annotated[_Number, Field(ge=0.0, le=0.1)] = 0.0
 
 
 class _OverlapSpec(_LossSpec):
@@ -113,7 +120,18 @@ class _OverlapSpec(_LossSpec):
     if TYPE_CHECKING:  # declared by each loss, in its own parameters' order
         classes: ClassReduction
         background: str | None
+        ohem_ratio: float
+        ohem_rule: OhemRule
         labels: tuple[str, ...] | None
+
+    @model_validator(mode="after")
+    def _rule_needs_a_ratio(self) -> _OverlapSpec:
+        if self.ohem_rule != "hardest" and self.ohem_ratio == 0:
+            raise ValueError(
+                f"ohem_rule {self.ohem_rule!r} chooses OHEM's negatives: it applies with "
+                "ohem_ratio > 0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _background_is_a_tag(self) -> _OverlapSpec:
@@ -149,6 +167,7 @@ class DiceSpec(_OverlapSpec):
     classes: ClassReduction = "mean"
     background: Tag | None = None
     ohem_ratio: OhemRatio = 0.0
+    ohem_rule: OhemRule = "hardest"
     labels: tuple[Tag, ...] | None = None
 
 
@@ -166,6 +185,7 @@ class TverskySpec(_OverlapSpec):
     classes: ClassReduction = "mean"
     background: Tag | None = None
     ohem_ratio: OhemRatio = 0.0
+    ohem_rule: OhemRule = "hardest"
     labels: tuple[Tag, ...] | None = None
 
 
@@ -182,6 +202,7 @@ class DscSpec(_OverlapSpec):
     classes: ClassReduction = "mean"
     background: Tag | None = None
     ohem_ratio: OhemRatio = 0.0
+    ohem_rule: OhemRule = "hardest"
     labels: tuple[Tag, ...] | None = None
 
 

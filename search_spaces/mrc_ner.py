@@ -3,10 +3,11 @@ its settings in a spec, ``task: {kind: ner, formulation: mrc, mrc: {...}}``.
 
 One (query, sentence) example per entity type; binary start and end heads per word;
 optionally a span-match head over (start, end) pairs and an answerability head. The
-defaults are the official code's (ShannonAI/dice_loss_for_NLP, ``tasks/mrc_ner``)
-except ``dice_positions``, where the official start/end dice counts every position;
-the ``en_conll03`` preset sets every value of its CoNLL-2003 script. docs/sweeps.md
-describes each field.
+defaults of the heads and their weights are the official code's
+(ShannonAI/dice_loss_for_NLP, ``tasks/mrc_ner``); ``dice_positions``, ``labels`` and
+``decoding`` default to this project's rules, each with the official one as an option.
+The ``en_conll03`` presets set the official values (docs/sweeps.md, the fidelity
+table); docs/sweeps.md describes each field.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ class MrcNerSpec(ClosedModel):
     # focal are), or every position of the window, query, [SEP] and padding included
     # ("all", as the official code calls its DiceLoss without the label mask).
     dice_positions: Literal["context", "all"] = "context"
+    # Where the start and end targets sit and which positions BCE and focal count:
+    # "words": a word is its first sub-token, the targets there and the mask the
+    # context words; "official": the mask is every context sub-token and the last
+    # [SEP] (``token_type_ids == 1``), the end target the last sub-token of the
+    # entity's last word (the official code's datasets/mrc_ner_dataset.py).
+    labels: Literal["words", "official"] = "words"
+    # How a query's start and end flags become spans: "strict": each start to the
+    # nearest end at or after it, a start without one predicting nothing; "official":
+    # the official code's BMES decoding (a start without an end is a one-position
+    # span; an end that is also a start opens the next span), over the masked positions.
+    decoding: Literal["strict", "official"] = "strict"
     # The encoder's hidden dropout (``hidden_dropout_prob``, also before the heads; the
     # official ``--bert_hidden_dropout``); None: the model's own (BERT: 0.1).
     dropout: Annotated[float, Field(strict=True, ge=0, lt=1)] | None = None

@@ -8,6 +8,7 @@ Rules that span sections (grid vs distributions, the trial cap) live on
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -31,7 +32,15 @@ if TYPE_CHECKING:
     from search_spaces.sequential.rule import SeedsUntilDecided
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
-Metric = Literal["eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_exact_match"]
+# eval_span_f1: NER as reading comprehension's official per-query span F1 (mrc_ner).
+Metric = Literal[
+    "eval_f1",
+    "eval_precision",
+    "eval_recall",
+    "eval_accuracy",
+    "eval_exact_match",
+    "eval_span_f1",
+]
 Int = Annotated[int, Field(strict=True)]  # strict: true/false are not numbers
 Float = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
@@ -133,6 +142,41 @@ class TaskSpec(Section):
         return self.kind
 
 
+class DecaySpec(Section):
+    """How the learning rate falls after warm-up (``training.decay``).
+
+    ``linear``: to 0 at the last planned step. ``polynomial``: from the peak to
+    ``end_factor`` × the peak as ``(1 - progress) ** power``, then held there (Hugging
+    Face ``get_polynomial_decay_schedule_with_warmup`` with ``lr_end = end_factor × lr``);
+    power 1 and end factor 0 is the linear decay.
+    """
+
+    kind: Literal["linear", "polynomial"] = "linear"
+    power: Float = Field(1.0, gt=0, le=10)
+    end_factor: Float = Field(0.0, ge=0, lt=1)  # the final rate as a share of the peak
+
+    @model_validator(mode="after")
+    def _linear_takes_no_shape(self) -> DecaySpec:
+        if self.kind == "linear" and (self.power != 1.0 or self.end_factor != 0.0):
+            raise rule_error(
+                "linear decay ends at 0 with power 1: set kind polynomial for another "
+                "power or end_factor",
+                "kind",
+            )
+        return self
+
+    def text(self) -> str:
+        """The decay as a table's setup block says it."""
+        if self.kind == "linear":
+            return "linear to 0"
+        return f"polynomial (power {self.power:g}) to {self.end_factor:g} × the peak rate"
+
+
+# Which evaluation's model a trial reports (``training.checkpoint``): its last, or the
+# one best on the evaluation split by the sweep's search metric.
+CheckpointChoice = Literal["last", "best"]
+
+
 class TrainingSpec(Section):
     """Fine-tuning settings shared by every trial of a sweep (never searched)."""
 
@@ -147,12 +191,30 @@ class TrainingSpec(Section):
     early_stopping_patience: Int | None = Field(None, ge=1, le=10_000)
     min_delta: Float = Field(0.0, ge=0, le=100)  # in the metric's units (percent)
     learning_rate: Float = Field(3e-5, ge=1e-9, le=1.0)
-    batch_size: Int = Field(16, ge=1, le=65_536)
+    batch_size: Int = Field(16, ge=1, le=65_536)  # examples per forward pass (micro-batch)
+    # Micro-batches whose gradients are summed into one optimiser step (their mean: each
+    # micro-batch's loss is divided by this); an epoch's last step takes what is left.
+    grad_accumulation: Int = Field(1, ge=1, le=4096)
     max_seq_length: Int = Field(128, ge=8, le=4096)  # tokens
     warmup_ratio: Float = Field(0.1, ge=0, lt=1)  # fraction of all optimiser steps
+    decay: DecaySpec = Field(default_factory=DecaySpec)  # after warm-up
     weight_decay: Float = Field(0.01, ge=0, le=1.0)
+    adam_epsilon: Float = Field(1e-8, gt=0, le=1e-2)  # AdamW's eps
     grad_clip: Float | None = Field(1.0, gt=0, le=1e6)  # max gradient norm; None: no clipping
     eval_every_steps: Int | None = Field(None, ge=1, le=10_000_000)  # None: once per epoch
+    # Evaluations spread evenly over each epoch's optimiser steps, the last at its end
+    # (Lightning's val_check_interval 1/k); None: eval_every_steps' rule.
+    evaluations_per_epoch: Int | None = Field(None, ge=1, le=1000)
+    # The model a trial reports: its last evaluation's, or the best one's on the
+    # evaluation split by the search metric (its weights kept for the test split).
+    checkpoint: CheckpointChoice = "last"
+    # Score the reported model on the data set's test split once training ends
+    # (``test_*`` metrics beside ``eval_*``; capped by max_eval_examples). A stage-1
+    # trial of ``tune`` never reads it.
+    score_test: Annotated[bool, Field(strict=True)] = False
+    # The task head's initial weights: PyTorch's default for its layers ("torch"), or the
+    # encoder's own ``_init_weights`` (BERT: N(0, 0.02) weights, zero biases).
+    head_init: Literal["torch", "encoder"] = "torch"
     max_train_examples: Int | None = Field(None, ge=1, le=1_000_000_000)  # None: whole split
     max_eval_examples: Int | None = Field(None, ge=1, le=1_000_000_000)
     doc_stride: Int = Field(128, ge=1, le=4096)  # MRC: tokens between the starts of two windows
@@ -179,6 +241,25 @@ class TrainingSpec(Section):
         return {**rest, "precision": {True: "bf16", False: "fp32"}.get(flag, "auto")}
 
     @model_validator(mode="after")
+    def _one_evaluation_rule(self) -> TrainingSpec:
+        if self.evaluations_per_epoch is not None and self.eval_every_steps is not None:
+            raise rule_error(
+                "give evaluations_per_epoch or eval_every_steps, not both",
+                "evaluations_per_epoch",
+            )
+        if (
+            self.score_test
+            and self.early_stopping_patience is not None
+            and self.checkpoint != "best"
+        ):
+            raise rule_error(
+                "with early stopping a trial reports its best evaluation: score_test "
+                "scores that model, so set checkpoint: best",
+                "score_test",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _delta_needs_patience(self) -> TrainingSpec:
         if self.min_delta > 0 and self.early_stopping_patience is None:
             raise rule_error(
@@ -186,6 +267,24 @@ class TrainingSpec(Section):
                 "min_delta",
             )
         return self
+
+    def steps_per_epoch(self, examples: int) -> int:
+        """Optimiser steps in one epoch of ``examples`` training examples: its
+        micro-batches of ``batch_size``, ``grad_accumulation`` to a step, the last step
+        taking the rest."""
+        micro_batches = math.ceil(examples / self.batch_size)
+        return math.ceil(micro_batches / self.grad_accumulation)
+
+    def evaluates_at(self, step: int, steps_per_epoch: int) -> bool:
+        """Whether optimiser step ``step`` (1-based) ends with an evaluation: every
+        epoch's end, and ``evaluations_per_epoch`` or ``eval_every_steps``' steps."""
+        within = step % steps_per_epoch
+        if within == 0:
+            return True
+        if self.evaluations_per_epoch is not None:
+            k = self.evaluations_per_epoch
+            return any(round(j * steps_per_epoch / k) == within for j in range(1, k))
+        return self.eval_every_steps is not None and step % self.eval_every_steps == 0
 
     def total_steps(self, steps_per_epoch: int) -> int:
         """The optimiser steps a trial plans (warm-up and decay span them): ``max_steps``,

@@ -22,7 +22,7 @@ from typing import Any
 from search_spaces.dataset_refs import LocalDataset, dataset_label
 from search_spaces.datasets import DATASETS
 from search_spaces.losses import validate_loss_spec
-from search_spaces.sections import TrialConfig
+from search_spaces.sections import TrainingSpec, TrialConfig
 
 # The seed of the draw that caps a split (``training.max_train_examples``, ...): the
 # trainable samples with it (``trainables.trial_data``), the setup says so.
@@ -39,22 +39,29 @@ FIELD_LABELS: dict[str, str] = {
     "tokenizer": "tokenizer",
     "train_data": "training data",
     "eval_data": "evaluated on",
+    "test_data": "tested on",
     "loss_positions": "loss over",
     "loss_scope": "dice-family scope",
     "loss_classes": "dice-family class average",
     "loss_square": "dice-family denominator",
     "loss_ohem": "OHEM",
     "mrc_heads": "MRC-NER heads",
+    "mrc_labels": "MRC-NER targets",
+    "mrc_decoding": "MRC-NER decoding",
     "epochs": "epochs",
     "max_steps": "max steps",
     "learning_rate": "learning rate",
     "warmup_ratio": "warm-up",
     "decay": "decay",
     "batch_size": "batch",
+    "grad_accumulation": "gradient accumulation",
     "max_seq_length": "max length",
     "doc_stride": "doc stride",
     "early_stopping": "early stopping",
     "evaluations": "evaluations",
+    "checkpoint": "checkpoint reported",
+    "adam_epsilon": "AdamW epsilon",
+    "head_init": "head initialisation",
     "weight_decay": "weight decay",
     "grad_clip": "gradient clip",
     "precision": "precision",
@@ -141,11 +148,15 @@ def _data(trial: TrialConfig) -> dict[str, str]:
             ),
             "eval_data": capped(f"the tuning split ({held})", training.max_eval_examples, "all"),
         }
-    evaluation = f"{dataset_label(trial.dataset)} {files['eval']}"
-    return {
+    label = dataset_label(trial.dataset)
+    data = {
         "train_data": capped(train, training.max_train_examples),
-        "eval_data": capped(evaluation, training.max_eval_examples),
+        "eval_data": capped(f"{label} {files['eval']}", training.max_eval_examples),
     }
+    if training.score_test:
+        test = files.get("test", "test split")
+        data["test_data"] = capped(f"{label} {test}", training.max_eval_examples)
+    return data
 
 
 def _is_pairs(trial: TrialConfig) -> bool:
@@ -156,14 +167,14 @@ def _split_files(trial: TrialConfig) -> dict[str, str]:
     """The file each split is read from, as the data set names it."""
     dataset = trial.dataset
     if isinstance(dataset, LocalDataset):
-        return {"train": "train file", "eval": "dev file"}
+        return {"train": "train file", "eval": "dev file", "test": "test file"}
     if not isinstance(dataset, str):
-        return {"train": "train split", "eval": "validation split"}
+        return {"train": "train split", "eval": "validation split", "test": "test split"}
     info = DATASETS[dataset]
     if info.split_by_article_from:
         source = info.split_by_article_from.rsplit("/", 1)[-1]
         return {"train": f"{source} (train articles)", "eval": f"{source} (eval articles)"}
-    return {split: info.files[split].rsplit("/", 1)[-1] for split in ("train", "eval")}
+    return {split: path.rsplit("/", 1)[-1] for split, path in info.files.items()}
 
 
 def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
@@ -172,10 +183,15 @@ def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
     loss = validate_loss_spec(trial.loss.model_dump(exclude_none=True)).model_dump()
     mrc = trial.mrc.model_dump() if trial.mrc is not None else None
     if trial.formulation == "mrc":
-        positions = "the context words"
+        official = (mrc or {}).get("labels", "words") == "official"
+        positions = "the context sub-tokens and the last [SEP]" if official else "the context words"
         if loss["name"] in OVERLAP_LOSSES and (mrc or {}).get("dice_positions", "context") == "all":
             positions = "every position of the window"
         setup = {"loss_positions": f"start and end, binary at {positions}"}
+        if official:
+            setup["mrc_labels"] = "official: an entity ends at its last word's last sub-token"
+        if (mrc or {}).get("decoding", "strict") == "official":
+            setup["mrc_decoding"] = "official (BMES: a start without an end is one position)"
         heads = [f"answerable {(mrc or {}).get('answerable', 'off')}"]
         heads.append("span head" if (mrc or {}).get("span_head", True) else "no span head")
         setup["mrc_heads"] = ", ".join(heads)
@@ -197,8 +213,18 @@ def _loss(trial: TrialConfig, kind: str) -> dict[str, str]:
         "loss_scope": scope,
         "loss_classes": classes,
         "loss_square": "squared" if loss["square"] else "linear",
-        "loss_ohem": "off" if not ohem else f"hardest negatives, ratio {_shown(ohem)}",
+        "loss_ohem": _ohem(ohem, loss.get("ohem_rule", "hardest")),
     }
+
+
+def _ohem(ratio: float, rule: str) -> str:
+    if not ratio:
+        return "off"
+    if rule == "official":
+        return (
+            f"the official binary rule (no negative once 2 or more are kept), ratio {_shown(ratio)}"
+        )
+    return f"hardest negatives, ratio {_shown(ratio)}"
 
 
 def _positions(kind: str) -> str:
@@ -221,7 +247,7 @@ def _schedule(trial: TrialConfig, kind: str) -> dict[str, str]:
         "weight_decay": training.weight_decay,
     }
     setup = {name: _shown(value) for name, value in plain.items() if name not in tuned}
-    setup["decay"] = "linear to 0"
+    setup["decay"] = training.decay.text()
     if training.max_steps is not None:
         setup["max_steps"] = str(training.max_steps)
         setup.pop("epochs", None)
@@ -230,9 +256,33 @@ def _schedule(trial: TrialConfig, kind: str) -> dict[str, str]:
     setup["grad_clip"] = "off" if training.grad_clip is None else _shown(training.grad_clip)
     patience = training.early_stopping_patience
     setup["early_stopping"] = "off" if patience is None else f"patience {patience}"
-    every = training.eval_every_steps
-    setup["evaluations"] = "once an epoch" if every is None else f"every {every} steps"
+    setup["evaluations"] = _evaluations(training)
     setup["precision"] = training.precision
+    return {**setup, **_added_settings(trial)}
+
+
+def _evaluations(training: TrainingSpec) -> str:
+    if training.evaluations_per_epoch is not None:
+        return f"{training.evaluations_per_epoch} an epoch"
+    every = training.eval_every_steps
+    return "once an epoch" if every is None else f"every {every} steps"
+
+
+def _added_settings(trial: TrialConfig) -> dict[str, str]:
+    """The settings added since the first published results, each where it differs
+    from its default (what every earlier trial ran): a published trial and a new one of
+    the same setup share a cell."""
+    training, defaults = trial.training, TrainingSpec()
+    setup = {}
+    if training.grad_accumulation != defaults.grad_accumulation:
+        steps = training.batch_size * training.grad_accumulation
+        setup["grad_accumulation"] = f"{training.grad_accumulation} ({steps} per step)"
+    if training.adam_epsilon != defaults.adam_epsilon:
+        setup["adam_epsilon"] = _shown(training.adam_epsilon)
+    if training.checkpoint != defaults.checkpoint:
+        setup["checkpoint"] = f"the best evaluation by {trial.metric}"
+    if training.head_init != defaults.head_init:
+        setup["head_init"] = "the encoder's _init_weights"
     return setup
 
 

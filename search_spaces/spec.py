@@ -193,6 +193,12 @@ def _check_sampled(spec: SweepSpec) -> None:
 
 
 def _check_metric(spec: SweepSpec) -> None:
+    if spec.search.metric == "eval_span_f1" and spec.task.formulation != "mrc":
+        raise rule_error(
+            "eval_span_f1 is NER as reading comprehension's per-query span F1: it needs "
+            "task.formulation mrc",
+            "search.metric",
+        )
     if spec.search.metric != "eval_exact_match":
         return
     other = [

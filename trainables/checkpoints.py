@@ -20,12 +20,16 @@ def save_checkpoint(
     progress: dict[str, Any],
     finished: bool = False,
     scaler: torch.amp.GradScaler | None = None,
+    best: dict[str, torch.Tensor] | None = None,
 ) -> None:
     """The trial's state after an evaluation. A ``finished`` trial keeps only what its
     results need (the fine-tuned weights and its progress): its optimiser state (twice
     the model's size with AdamW), scheduler and random states would never be read
-    again, and a sweep keeps one checkpoint per trial (docs/deploy.md, storage)."""
+    again, and a sweep keeps one checkpoint per trial (docs/deploy.md, storage).
+    ``best``: the best evaluation's weights (``checkpoint: best``), kept beside them."""
     state: dict[str, Any] = {"model": model.state_dict(), "progress": progress}
+    if best is not None:
+        state["best_model"] = best
     if not finished:
         state.update(
             optimizer=optimizer.state_dict(),
@@ -59,3 +63,10 @@ def load_checkpoint(
             scaler.load_state_dict(state["scaler"])
     progress: dict[str, Any] = state["progress"]
     return progress
+
+
+def load_best_weights(folder: Path) -> dict[str, torch.Tensor] | None:
+    """The best evaluation's weights ``save_checkpoint`` kept in ``folder``, or None."""
+    state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    best: dict[str, torch.Tensor] | None = state.get("best_model")
+    return best

@@ -21,7 +21,7 @@ import math
 import random
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -29,13 +29,17 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import torch
 from torch import nn
-from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+from transformers import (
+    PreTrainedModel,
+    get_linear_schedule_with_warmup,
+    get_polynomial_decay_schedule_with_warmup,
+)
 
 from search_spaces.sections import TrainingSpec
 from trainables.checkpoints import CHECKPOINT_FILE as CHECKPOINT_FILE  # re-exported
-from trainables.checkpoints import load_checkpoint, save_checkpoint
+from trainables.checkpoints import load_best_weights, load_checkpoint, save_checkpoint
 from trainables.losses import build_loss
-from trainables.modeling import TINY_BERT
+from trainables.modeling import TINY_BERT, init_heads_as_encoder
 from trainables.precision import (
     Resolved,
     autocast,
@@ -108,7 +112,9 @@ def pick_device() -> torch.device:
 def build_optimizer(
     model: nn.Module, training: TrainingSpec, total_steps: int
 ) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW without weight decay on biases and LayerNorm weights, and linear warm-up/decay."""
+    """AdamW (``training.adam_epsilon``) without weight decay on biases and LayerNorm
+    weights; linear warm-up over ``warmup_ratio`` of ``total_steps``, then
+    ``training.decay`` (linear to 0, or polynomial to ``end_factor`` × the rate)."""
     decay, no_decay = [], []
     for name, parameter in model.named_parameters():
         (no_decay if parameter.ndim < 2 or "LayerNorm" in name else decay).append(parameter)
@@ -121,10 +127,18 @@ def build_optimizer(
             {"params": no_decay, "weight_decay": 0.0},
         ],
         lr=training.learning_rate,
+        eps=training.adam_epsilon,
         fused=fused,
     )
     warmup = int(training.warmup_ratio * total_steps)
-    return optimizer, get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+    shape = training.decay
+    if shape.kind == "linear":
+        return optimizer, get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+    end = shape.end_factor * training.learning_rate
+    scheduler = get_polynomial_decay_schedule_with_warmup(
+        optimizer, warmup, total_steps, lr_end=end, power=shape.power
+    )
+    return optimizer, scheduler
 
 
 def batches(data: TrialData, features: list[Any], size: int, order: list[int]) -> Iterator[Batch]:
@@ -165,22 +179,50 @@ def evaluate(
     batch_size: int,
     device: torch.device,
     precision: Resolved,
+    split: Literal["eval", "test"] = "eval",
 ) -> dict[str, float]:
-    """The task's metrics on the eval split, prefixed ``eval_``; the forward pass under
-    ``precision``'s autocast."""
+    """The task's metrics on the ``split`` (the evaluation split, or the test split the
+    trial read), prefixed ``<split>_``; the forward pass under ``precision``'s autocast.
+
+    Raises:
+        ValueError: ``split`` test where the trial read no test split.
+    """
+    features, examples = data.eval_features, data.eval_examples
+    if split == "test":
+        if data.test_features is None or data.test_examples is None:
+            raise ValueError("this trial read no test split (training.score_test)")
+        features, examples = data.test_features, data.test_examples
     model.eval()
-    order = list(range(len(data.eval_features)))
-    eval_batches = [
-        to_device(b, device) for b in batches(data, data.eval_features, batch_size, order)
-    ]
+    order = list(range(len(features)))
+    eval_batches = [to_device(b, device) for b in batches(data, features, batch_size, order)]
 
     def predict(batch: Batch) -> Any:
         with autocast(device, precision):
             return model(**model_inputs(batch))
 
-    metrics = data.task.evaluate(predict, eval_batches, data.eval_examples)
+    metrics = data.task.evaluate(predict, eval_batches, examples)
     model.train()
-    return {f"eval_{name}": value for name, value in metrics.items()}
+    return {f"{split}_{name}": value for name, value in metrics.items()}
+
+
+def step_batches(
+    data: TrialData, order: list[int], training: TrainingSpec
+) -> Iterator[list[Batch]]:
+    """The micro-batches of each optimiser step over ``order``: ``grad_accumulation``
+    batches of ``batch_size``, the last step taking what is left."""
+    step: list[Batch] = []
+    for batch in batches(data, data.train_features, training.batch_size, order):
+        step.append(batch)
+        if len(step) == training.grad_accumulation:
+            yield step
+            step = []
+    if step:
+        yield step
+
+
+def weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``model``'s state on the CPU (the best evaluation's model)."""
+    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
 def fit(
@@ -192,8 +234,10 @@ def fit(
     reporter: Reporter,
     metric: str = "eval_f1",
 ) -> dict[str, float]:
-    """Train and evaluate one trial; returns the last evaluation's metrics, with the
-    ``precision`` it trained in (``trainables.precision.resolve``).
+    """Train and evaluate one trial; returns its last report: the last evaluation's
+    metrics or, with ``checkpoint: best`` or early stopping, the best one's, with the
+    ``precision`` it trained in (``trainables.precision.resolve``) and, where the trial
+    read a test split, the reported model's ``test_*`` metrics.
 
     Raises:
         PrecisionUnavailableError: ``training.precision`` fp16 off a CUDA GPU.
@@ -202,24 +246,30 @@ def fit(
     seed_everything(seed)
     device = pick_device()
     vocab = len(data.tokenizer) if model_name == TINY_BERT else None
-    model = data.task.build_model(model_name, vocab).to(device)
+    model = data.task.build_model(model_name, vocab)
+    if training.head_init == "encoder":
+        init_heads_as_encoder(model)
+    model = model.to(device)
     precision = resolve(training.precision, device, model_width(model))
     scaler = grad_scaler(device, precision)
     counts = data.task.class_counts(data.train_features)
     # Span tasks name no classes (their losses see binary start/end inputs): no labels.
     labels = data.task.labels or None
     loss_fn = build_loss(loss_spec, class_counts=counts, labels=labels).to(device)
-    steps_per_epoch = math.ceil(len(data.train_features) / training.batch_size)
+    steps_per_epoch = training.steps_per_epoch(len(data.train_features))
     total_steps = training.total_steps(steps_per_epoch)
     optimizer, scheduler = build_optimizer(model, training, total_steps)
     progress = Progress()
+    best: dict[str, torch.Tensor] | None = None  # the best evaluation's weights (checkpoint best)
     resumed = reporter.latest_checkpoint()
     if resumed is not None:
         progress = Progress(**load_checkpoint(resumed, model, optimizer, scheduler, scaler))
+        best = load_best_weights(resumed)
     model.train()
     last: dict[str, Any] = {}
     started = time.perf_counter()
     lengths = [len(feature["input_ids"]) for feature in data.train_features]
+    per_step = training.batch_size * training.grad_accumulation
     # A checkpoint from before stop reasons were kept ends at the last step, unmarked.
     while progress.stop_reason is None and progress.step < total_steps:
         epoch, skip = divmod(progress.step, steps_per_epoch)
@@ -227,10 +277,9 @@ def fit(
             order = grouped_order(lengths, seed, epoch, training.batch_size)
         else:
             order = epoch_order(len(lengths), seed, epoch)
-        order = order[skip * training.batch_size :]
-        for batch in batches(data, data.train_features, training.batch_size, order):
+        for micro_batches in step_batches(data, order[skip * per_step :], training):
             loss = train_step(
-                model, batch, data, loss_fn, optimizer, scheduler, training, device, scaler
+                model, micro_batches, data, loss_fn, optimizer, scheduler, training, device, scaler
             )
             progress.step += 1
             if not math.isfinite(loss):
@@ -238,36 +287,55 @@ def fit(
             progress.loss_sum += loss
             progress.loss_steps += 1
             reporter.progress(progress.step, total_steps, loss)
-            at_epoch_end = progress.step % steps_per_epoch == 0
-            every = training.eval_every_steps
             at_end = progress.step == total_steps  # max_steps may end mid-epoch
-            if at_end or at_epoch_end or (every is not None and progress.step % every == 0):
-                last = {**evaluate(model, data, training.batch_size, device, precision)}
-                last.update(
-                    precision=precision,
-                    train_loss=progress.loss_sum / max(progress.loss_steps, 1),
-                    epoch=progress.step / steps_per_epoch,
-                    step=progress.step,
-                    optimizer_steps=progress.step,
-                    seconds=time.perf_counter() - started,
+            if not (at_end or training.evaluates_at(progress.step, steps_per_epoch)):
+                continue
+            last = {**evaluate(model, data, training.batch_size, device, precision)}
+            last.update(
+                precision=precision,
+                train_loss=progress.loss_sum / max(progress.loss_steps, 1),
+                epoch=progress.step / steps_per_epoch,
+                step=progress.step,
+                optimizer_steps=progress.step,
+                seconds=time.perf_counter() - started,
+            )
+            watch(progress, last, metric, training.min_delta)
+            if training.checkpoint == "best" and progress.best_step == progress.step:
+                best = weights(model)
+            last[f"best_{metric}"] = progress.best_metric
+            last["best_step"] = progress.best_step
+            progress.loss_sum, progress.loss_steps = 0.0, 0
+            progress.stop_reason = stop_reason(progress, training, total_steps)
+            if progress.stop_reason is not None:
+                last = final_metrics(last, progress, training, metric)
+                if data.test_features is not None:
+                    last.update(score_test(model, best, data, training, device, precision))
+            with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
+                finished = progress.stop_reason is not None
+                state = progress.__dict__
+                save_checkpoint(
+                    Path(folder), model, optimizer, scheduler, state, finished, scaler, best
                 )
-                watch(progress, last, metric, training.min_delta)
-                last[f"best_{metric}"] = progress.best_metric
-                last["best_step"] = progress.best_step
-                progress.loss_sum, progress.loss_steps = 0.0, 0
-                progress.stop_reason = stop_reason(progress, training, total_steps)
-                if progress.stop_reason is not None:
-                    last = final_metrics(last, progress, training, metric)
-                with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
-                    finished = progress.stop_reason is not None
-                    state = progress.__dict__
-                    save_checkpoint(
-                        Path(folder), model, optimizer, scheduler, state, finished, scaler
-                    )
-                    reporter.report(last, Path(folder))
-                if progress.stop_reason is not None:
-                    break
+                reporter.report(last, Path(folder))
+            if progress.stop_reason is not None:
+                break
     return last
+
+
+def score_test(
+    model: nn.Module,
+    best: dict[str, torch.Tensor] | None,
+    data: TrialData,
+    training: TrainingSpec,
+    device: torch.device,
+    precision: Resolved,
+) -> dict[str, float]:
+    """The reported model's ``test_*`` metrics: the best evaluation's weights where
+    ``best`` holds them (``checkpoint: best``), else the model as it ended. ``model``
+    ends holding the weights it was scored with."""
+    if best is not None:
+        model.load_state_dict(best)
+    return evaluate(model, data, training.batch_size, device, precision, split="test")
 
 
 def watch(progress: Progress, metrics: dict[str, Any], metric: str, min_delta: float) -> None:
@@ -300,12 +368,12 @@ def final_metrics(
     last: dict[str, Any], progress: Progress, training: TrainingSpec, metric: str
 ) -> dict[str, Any]:
     """A trial's last report: its last evaluation with ``stop_reason``. With early
-    stopping, the trial's result is its best evaluation (the checkpoint Hugging Face
-    ``Trainer`` keeps with ``load_best_model_at_end``): the eval metrics are the best
-    evaluation's, found at ``best_step``, and ``last_<metric>`` keeps the last one's;
-    the step counts and the training loss stay the run's."""
+    stopping or ``checkpoint: best``, the trial's result is its best evaluation (the
+    checkpoint Hugging Face ``Trainer`` keeps with ``load_best_model_at_end``): the eval
+    metrics are the best evaluation's, found at ``best_step``, and ``last_<metric>``
+    keeps the last one's; the step counts and the training loss stay the run's."""
     final = {**last, "stop_reason": progress.stop_reason}
-    if training.early_stopping_patience is not None:
+    if training.early_stopping_patience is not None or training.checkpoint == "best":
         final.update(progress.best)
         final[f"last_{metric}"] = last.get(metric, math.nan)
     return final
@@ -313,7 +381,7 @@ def final_metrics(
 
 def train_step(
     model: PreTrainedModel,
-    batch: Batch,
+    micro_batches: Sequence[Batch],
     data: TrialData,
     loss_fn: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -322,17 +390,25 @@ def train_step(
     device: torch.device,
     scaler: torch.amp.GradScaler | None = None,
 ) -> float:
-    """One optimiser step, the forward pass in ``training.precision`` (resolved for
-    ``device``) and the loss in fp32; returns the batch's loss. fp16 takes the
-    ``scaler`` of ``trainables.precision.grad_scaler``: the loss is scaled before the
-    backward pass, the gradients unscaled before clipping, and a step whose gradients
-    overflowed is skipped (``GradScaler``'s rule)."""
-    batch = to_device(batch, device)
-    with autocast(device, resolve(training.precision, device, model_width(model))):
-        outputs = model(**model_inputs(batch))
-    loss = batch_loss(data.task.loss, outputs, batch, loss_fn, device)
+    """One optimiser step over ``micro_batches`` (``step_batches``), the forward pass in
+    ``training.precision`` (resolved for ``device``) and the loss in fp32; returns the
+    step's loss, the mean of its micro-batches' losses. Each micro-batch's loss is
+    divided by their count before its backward pass, so the summed gradients are those
+    of the mean: for a loss that is a mean over equal-sized micro-batches, the step is
+    that of one batch holding them all. fp16 takes the ``scaler`` of
+    ``trainables.precision.grad_scaler``: the loss is scaled before the backward pass,
+    the gradients unscaled before clipping, and a step whose gradients overflowed is
+    skipped (``GradScaler``'s rule)."""
     optimizer.zero_grad(set_to_none=True)
-    (loss if scaler is None else scaler.scale(loss)).backward()
+    resolved = resolve(training.precision, device, model_width(model))
+    total = 0.0
+    for batch in micro_batches:
+        batch = to_device(batch, device)
+        with autocast(device, resolved):
+            outputs = model(**model_inputs(batch))
+        loss = batch_loss(data.task.loss, outputs, batch, loss_fn, device) / len(micro_batches)
+        (loss if scaler is None else scaler.scale(loss)).backward()
+        total += float(loss.detach())
     if scaler is not None:
         scaler.unscale_(optimizer)
     if training.grad_clip is not None:
@@ -343,4 +419,4 @@ def train_step(
         scaler.step(optimizer)
         scaler.update()
     scheduler.step()
-    return float(loss.detach())
+    return total

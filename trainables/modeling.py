@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from filelock import FileLock
+from torch import nn
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -125,6 +126,20 @@ def build_encoder(
         return built
     loaded: PreTrainedModel = AutoModel.from_pretrained(model, **overrides)
     return loaded
+
+
+def init_heads_as_encoder(model: nn.Module) -> None:
+    """Initialise every part of ``model`` outside its ``encoder`` attribute (a task head
+    of our own, ``trainables.tasks.mrc_ner_model``) with the encoder's own
+    ``_init_weights`` (BERT: linear weights N(0, initializer_range), biases 0), as a
+    Hugging Face model initialises its heads. A model without such an encoder (a Hugging
+    Face model with its head: already initialised so) is left as it is."""
+    encoder = getattr(model, "encoder", None)
+    if not isinstance(encoder, PreTrainedModel):
+        return
+    for child in model.children():
+        if child is not encoder:
+            child.apply(encoder._init_weights)
 
 
 def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerBase) -> str:

@@ -68,6 +68,7 @@ def data_request(trial: TrialConfig, settings: DicesweepSettings, model: str) ->
         stage=trial.stage,
         formulation=trial.formulation,
         mrc=None if trial.mrc is None else trial.mrc.model_dump(),
+        test=training.score_test and trial.stage == "final",  # stage 1 never reads test
     )
 
 
@@ -261,6 +262,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
     parser.add_argument("--eval-every-steps", type=int, default=None)
+    parser.add_argument(
+        "--evaluations-per-epoch", type=int, default=None, help="k evaluations an epoch"
+    )
+    parser.add_argument(
+        "--grad-accumulation",
+        type=int,
+        default=defaults.grad_accumulation,
+        help="micro-batches a step",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        choices=["last", "best"],
+        default=defaults.checkpoint,
+        help="the model reported: the last evaluation's or the best one's on dev",
+    )
+    parser.add_argument(
+        "--score-test", action="store_true", help="score the reported model on the test split"
+    )
     parser.add_argument("--max-train-examples", type=int, default=None)
     parser.add_argument("--max-eval-examples", type=int, default=None)
     parser.add_argument(
@@ -296,6 +315,10 @@ def config_from_args(args: argparse.Namespace) -> dict[str, Any]:
             "batch_size": args.batch_size,
             "max_seq_length": args.max_seq_length,
             "eval_every_steps": args.eval_every_steps,
+            "evaluations_per_epoch": args.evaluations_per_epoch,
+            "grad_accumulation": args.grad_accumulation,
+            "checkpoint": args.checkpoint,
+            "score_test": args.score_test,
             "max_train_examples": args.max_train_examples,
             "max_eval_examples": args.max_eval_examples,
             "precision": args.precision,

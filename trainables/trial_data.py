@@ -64,6 +64,9 @@ class DataRequest:
     stage: str = "final"  # "tune": scored on the held-out split; "final": on the dev set
     formulation: str = "tagger"  # ner: "tagger", or "mrc" (reading comprehension)
     mrc: dict[str, Any] | None = None  # formulation mrc: search_spaces.mrc_ner.MrcNerSpec
+    # Also read the data set's test split (capped as the evaluation split is); a tune
+    # trial never does (``trainables.train.data_request``).
+    test: bool = False
 
 
 @dataclass
@@ -77,6 +80,8 @@ class TrialData:
     eval_features: list[Feature]
     eval_examples: list[Any]
     scored: ScoredClass | None = None  # a binary set's scored class; None for the others
+    test_features: list[Feature] | None = None  # the test split, where the trial scores it
+    test_examples: list[Any] | None = None
 
 
 def _cap(examples: list[Any], limit: int | None) -> list[Any]:
@@ -259,4 +264,11 @@ def load_trial_data(request: DataRequest, datasets_dir: Path, cache_dir: Path) -
     eval_features = _cached(
         folder / "eval.pkl", lambda: task.encode(evaluation, tokenizer, options, training=False)
     )
-    return TrialData(info, task, tokenizer, train_features, eval_features, evaluation, scored)
+    data = TrialData(info, task, tokenizer, train_features, eval_features, evaluation, scored)
+    if request.test:
+        test = _cap(load_split(info, "test", datasets_dir), request.max_eval_examples)
+        data.test_examples = test
+        data.test_features = _cached(
+            folder / "test.pkl", lambda: task.encode(test, tokenizer, options, training=False)
+        )
+    return data

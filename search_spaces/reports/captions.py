@@ -20,6 +20,7 @@ from search_spaces.reports.resolution import resolvable_line
 from search_spaces.reports.seeds import seed_phrase
 from search_spaces.reports.sequential import rule_line
 from search_spaces.reports.setup_block import setup_lines, split_line
+from search_spaces.reports.tested import tested_line
 
 # The no-skill rule of each task kind, as the trainable scores it on the dev set.
 NO_SKILL_RULES = (
@@ -146,6 +147,7 @@ def notes(table: pd.DataFrame) -> list[str]:
         baseline_line(table),
         resolvable_line(table),
         precision_line(table),
+        tested_line(table, format_value),
     )
     lines = [line for line in found if line]
     lines += paper_lines(table)

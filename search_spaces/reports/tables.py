@@ -18,6 +18,7 @@ from search_spaces.reports.notes import precision_counts
 from search_spaces.reports.resolution import resolvable_difference, resolvable_range
 from search_spaces.reports.sequential import cell_looks, rule_of, with_rule
 from search_spaces.reports.setup_block import setup_block
+from search_spaces.reports.tested import tested_scores
 from search_spaces.sections import trial_training
 from search_spaces.setup import (
     PREFIX,
@@ -33,6 +34,17 @@ METRICS = (
     "eval_recall",
     "eval_accuracy",
     "eval_exact_match",
+    # NER as reading comprehension's official per-query span scores.
+    "eval_span_f1",
+    "eval_span_precision",
+    "eval_span_recall",
+    # The reported checkpoint on the test split (training.score_test; reports.tested).
+    "test_f1",
+    "test_precision",
+    "test_recall",
+    "test_accuracy",
+    "test_exact_match",
+    "test_span_f1",
     "train_loss",
     "epoch",
     "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
@@ -346,6 +358,7 @@ def paper_table(
     table.attrs["grid_edges"] = grid_edges(rows)
     table.attrs["setup"] = setup_block(rows, rows_key, cols_key)
     table.attrs["split_by"] = split
+    table.attrs["test"] = tested_scores(learned, rows_key, cols_key, metric)
     return table
 
 

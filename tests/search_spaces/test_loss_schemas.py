@@ -23,7 +23,7 @@ from search_spaces.losses import (
 DEFAULTS = {  # docs/LOSSES.md, the table's last column
     "ce": {},
     "wce": {"k": 1.0},
-    "focal": {"gamma": 2.0},
+    "focal": {"gamma": 2.0, "prob_offset": 0.0},
     "dice": {
         "smooth": 1.0,
         "square": True,
@@ -31,6 +31,7 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
         "classes": "mean",
         "background": None,
         "ohem_ratio": 0.0,
+        "ohem_rule": "hardest",
     },
     "tversky": {
         "alpha": 0.5,
@@ -41,6 +42,7 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
         "classes": "mean",
         "background": None,
         "ohem_ratio": 0.0,
+        "ohem_rule": "hardest",
     },
     "dsc": {
         "alpha": 1.0,
@@ -50,6 +52,7 @@ DEFAULTS = {  # docs/LOSSES.md, the table's last column
         "classes": "mean",
         "background": None,
         "ohem_ratio": 0.0,
+        "ohem_rule": "hardest",
     },
 }
 
@@ -110,7 +113,7 @@ def test_validate_a_whole_spec() -> None:
         (
             {"name": "dsc", "beta": 0.5},
             "unknown parameter(s) ['beta'] for loss 'dsc'; valid: alpha, background, classes, "
-            "labels, ohem_ratio, scope, smooth, square",
+            "labels, ohem_ratio, ohem_rule, scope, smooth, square",
         ),
         ({"name": "dice", "ohem_ratio": -0.1}, "dice.ohem_ratio: Input should be greater than"),
         ({"name": "dsc", "ohem_ratio": True}, "dsc.ohem_ratio: Input should be a valid number"),
@@ -152,3 +155,10 @@ def test_canonical_rounds_binary_noise_only() -> None:
     assert canonical(0.123456789) == 0.123456789
     assert canonical(3) == 3
     assert canonical("set") == "set"
+
+
+def test_an_ohem_rule_without_a_ratio_names_the_rule() -> None:
+    with pytest.raises(LossSpecError, match=r"ohem_rule 'official' .* applies with ohem_ratio > 0"):
+        validate_loss_spec({"name": "dsc", "ohem_rule": "official"})
+    spec = validate_loss_spec({"name": "dsc", "ohem_ratio": 0.3, "ohem_rule": "official"})
+    assert spec.model_dump()["ohem_rule"] == "official"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from search_spaces.errors import SpecError
 from search_spaces.mrc_ner import MrcNerSpec
@@ -77,3 +78,17 @@ def test_a_misplaced_or_misspelt_setting_names_its_field(
     task: dict[str, Any], expected: str
 ) -> None:
     assert issue(task).startswith(expected)
+
+
+def test_the_span_f1_metric_needs_the_mrc_formulation() -> None:
+    with pytest.raises(
+        SpecError, match=r"search\.metric.*eval_span_f1 .* needs task.formulation mrc"
+    ):
+        resolve_spec({"extends": "smoke", "search": {"metric": "eval_span_f1"}})
+
+
+def test_the_official_layout_and_decoding_are_options_with_the_project_defaults() -> None:
+    mrc = MrcNerSpec()
+    assert (mrc.labels, mrc.decoding) == ("words", "strict")
+    with pytest.raises(ValidationError, match="labels"):
+        MrcNerSpec.model_validate({"labels": "tokens"})

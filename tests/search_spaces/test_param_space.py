@@ -44,6 +44,13 @@ TRAINING_KEYS = {
     "max_eval_examples",
     "doc_stride",
     "precision",
+    "grad_accumulation",
+    "decay",
+    "adam_epsilon",
+    "evaluations_per_epoch",
+    "checkpoint",
+    "score_test",
+    "head_init",
 }
 
 

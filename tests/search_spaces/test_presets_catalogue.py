@@ -21,7 +21,9 @@ from search_spaces.spec import expand_losses
 
 EXPECTED_COUNTS = {
     "dsc_alpha": 9,
-    "en_conll03": 3,
+    "en_conll03": 1,
+    "en_conll03-bce": 1,
+    "en_conll03-focal": 1,
     "focal_gamma": 15,
     "loss_compare": 18,
     "smoke": 2,
@@ -40,7 +42,7 @@ EXPECTED_COUNTS = {
 @pytest.mark.parametrize("name", sorted(EXPECTED_COUNTS))
 def test_preset_resolves_with_extends_alone(name: str) -> None:
     spec = resolve_spec({"extends": name})
-    stated = re.search(r"\((\d+) trials\)$", spec.description)
+    stated = re.search(r"\((\d+) trials?\)$", spec.description)
     assert stated is not None, spec.description
     assert trial_count(spec) == int(stated.group(1)) == EXPECTED_COUNTS[name]
     assert spec.name == name
@@ -86,11 +88,17 @@ def test_table8_is_the_official_dice_mrpc_settings_over_the_five_variants() -> N
 
 # en_conll03 and the NER -full presets built on it: tests/search_spaces/test_presets_full.py
 @pytest.mark.parametrize(
-    "name", sorted(set(EXPECTED_COUNTS) - {"en_conll03", "study-losses-full", "study-table10-full"})
+    "name",
+    sorted(
+        set(EXPECTED_COUNTS)
+        - {"en_conll03", "en_conll03-bce", "en_conll03-focal"}
+        - {"study-losses-full", "study-table10-full"}
+    ),
 )
 def test_a_preset_says_official_only_of_what_is_official(name: str) -> None:
-    """A spec has one training config for every loss, so no preset but en_conll03 (one
-    script, its losses' rows alike but for the loss) is an official script's recipe;
+    """A spec has one training config for every loss, so no presets but the en_conll03
+    ones (one script and one loss each: tests/search_spaces/test_preset_fidelity.py)
+    are an official script's recipe;
     "official" may name only a loss entry that is OFFICIAL_RECIPES."""
     spec = get_preset(name)
     assert "official recipe" not in spec.description
@@ -99,35 +107,23 @@ def test_a_preset_says_official_only_of_what_is_official(name: str) -> None:
         assert OFFICIAL_RECIPES["multiclass"] in expand_losses(spec)
 
 
-def test_en_conll03_holds_every_value_of_the_official_conll03_dice_script() -> None:
-    """scripts/ner_enconll03/bert_dice.sh, value by value (the model aside)."""
-    spec = get_preset("en_conll03")
-    assert "official bert_dice.sh settings" in spec.description
-    assert (spec.task.kind, spec.task.dataset, spec.task.formulation) == (
-        "ner",
-        ["conll2003"],
-        "mrc",
-    )
-    mrc = spec.task.mrc
-    assert mrc is not None
-    assert (mrc.span_head, mrc.span_weight, mrc.span_candidates) == (
-        False,  # --construct_entity_span start_and_end
-        0.3,
-        "gold_pred_random",
-    )
-    assert (mrc.answerable, mrc.answerable_weight) == ("train_infer", 0.4)
-    assert (mrc.dice_positions, mrc.dropout) == ("all", 0.2)
-    training = spec.training
-    assert (training.epochs, training.learning_rate, training.batch_size) == (10, 3e-5, 36)
-    assert (training.max_seq_length, training.warmup_ratio) == (256, 0.01)
-    assert (training.weight_decay, training.grad_clip) == (0.01, 1.0)
-    # LOSS_TYPE bce, focal (FOCAL_GAMMA 2) and dice (the official binary recipe)
-    assert expand_losses(spec) == [
-        {"name": "ce"},
-        {"name": "focal", "gamma": 2},
-        OFFICIAL_RECIPES["binary"],
-    ]
-    assert spec.seeds == [2333]
+def test_the_en_conll03_presets_run_one_official_loss_each() -> None:
+    """bert_dice.sh's dice (the official binary recipe), bert_focal.sh's focal (γ 3, the
+    official log(p + 1e-4)) and bert_dice.sh's bce; every other value is checked
+    against the scripts by docs/sweeps.md's fidelity table."""
+    losses = {
+        name: expand_losses(get_preset(name))
+        for name in ("en_conll03", "en_conll03-focal", "en_conll03-bce")
+    }
+    assert losses == {
+        "en_conll03": [OFFICIAL_RECIPES["binary"]],
+        "en_conll03-focal": [{"name": "focal", "gamma": 3, "prob_offset": 1e-4}],
+        "en_conll03-bce": [{"name": "ce"}],
+    }
+    for name in losses:
+        spec = get_preset(name)
+        assert "official" in spec.description and spec.seeds == [2333]
+        assert (spec.task.formulation, spec.task.dataset) == ("mrc", ["conll2003"])
 
 
 def test_table10_has_beta_one_minus_alpha_exactly() -> None:

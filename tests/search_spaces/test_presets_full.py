@@ -21,9 +21,10 @@ SENTENCES = 14_041  # CoNLL-2003's training sentences
 ENTITY_TYPES = 4  # PER, LOC, ORG, MISC: one MRC window each
 
 
-def steps(examples: int, batch: int, epochs: int) -> int:
-    """Optimiser steps of a trial: each epoch's last batch kept, partial."""
-    return math.ceil(examples / batch) * epochs
+def steps(examples: int, batch: int, epochs: int, accumulation: int = 1) -> int:
+    """Optimiser steps of a trial: each epoch's last batch kept, partial, and its last
+    step taking the micro-batches left."""
+    return math.ceil(math.ceil(examples / batch) / accumulation) * epochs
 
 
 def test_the_sentence_count_is_the_one_study_3_trained_on() -> None:
@@ -38,11 +39,14 @@ def test_ner_full_presets_run_bert_dice_sh_as_mrc(name: str) -> None:
     assert spec.task.mrc == official.task.mrc
     assert spec.model == official.model == "bert-base-cased"
     keys = ("epochs", "learning_rate", "batch_size", "max_seq_length", "warmup_ratio")
-    for key in (*keys, "weight_decay", "grad_clip"):
+    for key in (*keys, "weight_decay", "grad_clip", "grad_accumulation", "decay"):
         assert getattr(spec.training, key) == getattr(official.training, key), key
     assert spec.training.max_train_examples is None and spec.training.max_eval_examples is None
     assert spec.seeds == [0, 1, 2] and spec.resources.gpus_per_trial == 1
-    per_trial = steps(SENTENCES * ENTITY_TYPES, spec.training.batch_size, spec.training.epochs)
+    training = spec.training
+    per_trial = steps(
+        SENTENCES * ENTITY_TYPES, training.batch_size, training.epochs, training.grad_accumulation
+    )
     total = per_trial * trial_count(spec)
     comment = (PRESETS / f"{name}.yaml").read_text()
     stated = (

@@ -46,7 +46,7 @@ INVALID = {
         {"search_space": losses({"name": "ce"}, {"name": "dsc", "gamma": 2})},
         "search_space.losses[1].gamma",
         "loss 'dsc' has no parameter 'gamma'; "
-        "valid: alpha, background, classes, ohem_ratio, scope, smooth, square",
+        "valid: alpha, background, classes, ohem_ratio, ohem_rule, scope, smooth, square",
     ),
     "background without the foreground average": (
         {"search_space": losses({"name": "tversky", "classes": ["mean"], "background": "O"})},

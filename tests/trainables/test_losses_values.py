@@ -326,7 +326,7 @@ BAD = [
     (
         {"name": "dice", "alpha": 0.5},
         r"unknown parameter\(s\) \['alpha'\] for loss 'dice'; "
-        "valid: background, classes, labels, ohem_ratio, scope, smooth, square",
+        "valid: background, classes, labels, ohem_ratio, ohem_rule, scope, smooth, square",
     ),
     ({"name": "tversky", "alpha": 1.5}, "tversky.alpha: Input should be less than or equal to 1"),
     ({"name": "tversky", "beta": -0.1}, "tversky.beta: Input should be greater than or equal"),
@@ -372,5 +372,6 @@ def test_loss_parameters_lists_defaults() -> None:
         "classes": "mean",
         "background": None,
         "ohem_ratio": 0.0,
+        "ohem_rule": "hardest",
     }
     assert loss_parameters("tversky")["beta"] == 0.5

@@ -64,13 +64,19 @@ def test_conll2003_to_mrc_examples_and_back_without_a_difference(
 
 
 @pytest.mark.data
+@pytest.mark.parametrize(
+    "settings",
+    [MrcNerSpec(), MrcNerSpec(labels="official", decoding="official")],
+    ids=["words-strict", "official"],
+)
 def test_conll2003_dev_through_the_tokenised_windows_scores_100(
-    datasets_dir: Path, tmp_path: Path
+    datasets_dir: Path, tmp_path: Path, settings: MrcNerSpec
 ) -> None:
-    """Each window's gold start and end, as logits, decode to the dev set's own tags."""
+    """Each window's gold start and end, as logits, decode to the dev set's own tags,
+    in either layout and decoding; the per-query span count agrees."""
     sentences = read_conll2003(datasets_dir / "conll2003" / "valid.txt")
     labels = sorted({t for s in sentences for t in s.tags})
-    task = conll_task(labels)
+    task = conll_task(labels, settings)
     texts = [" ".join(s.tokens) for s in sentences] + list(task.queries.values())
     tokenizer = tiny_tokenizer(texts, tmp_path, "dev")
     features = task.encode(sentences, tokenizer, EncodeOptions(512), training=False)
@@ -80,6 +86,7 @@ def test_conll2003_dev_through_the_tokenised_windows_scores_100(
     batches = [task.collate(features[i : i + 64], 0) for i in range(0, len(features), 64)]
     scores = task.evaluate(gold_as_logits, batches, sentences)
     assert scores["f1"] == 100.0 and scores["accuracy"] == 100.0
+    assert scores["span_f1"] == 100.0
 
 
 def gold_as_logits(batch: Batch) -> MrcNerOutput:

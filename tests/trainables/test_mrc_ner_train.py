@@ -63,7 +63,7 @@ def test_the_spec_settings_reach_the_task(toy_home: DicesweepSettings) -> None:
     assert isinstance(data.task, MrcNer)
     assert data.task.settings == spec.task.mrc
     assert data.task.types == ["LOC", "PER"]
-    assert "people" in data.task.queries["PER"]
+    assert data.task.queries["PER"] == "person entities are named persons or family."
     model = data.task.build_model("tiny-bert", len(data.tokenizer))
     assert model.span is None and model.answerable is not None  # type: ignore[union-attr]
     assert model.encoder.config.hidden_dropout_prob == 0.2  # type: ignore[union-attr]
@@ -73,3 +73,22 @@ def test_a_query_that_fills_the_window_is_refused(toy_home: DicesweepSettings) -
     config = mrc_config({"name": "ce"}, queries={"PER": " ".join(["who"] * 60)})
     with pytest.raises(ValueError, match=r"the query of PER takes .* no room for the sentence"):
         run_trial(config, Recorder(), toy_home)
+
+
+def test_the_official_layout_and_decoding_train_and_score_both_ways(
+    toy_home: DicesweepSettings,
+) -> None:
+    """``labels: official`` and ``decoding: official`` with the en_conll03 heads: a tiny
+    BERT learns the toy entities, scored by conlleval and by the official per-query span
+    count, on dev and, with the best dev checkpoint, on test."""
+    config = mrc_config(
+        {"name": "ce"},
+        span_head=False,
+        answerable="train_infer",
+        labels="official",
+        decoding="official",
+    )
+    config["training"] |= {"evaluations_per_epoch": 2, "checkpoint": "best", "score_test": True}
+    final = run_trial(config, Recorder(), toy_home)
+    assert final["eval_f1"] > 75.0 and final["eval_span_f1"] > 75.0, final
+    assert final["test_f1"] > 75.0 and final["test_span_f1"] > 75.0, final

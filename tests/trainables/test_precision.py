@@ -94,7 +94,7 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
     expected = float(loss_fn(logits.float(), batch["labels"]))
     optimizer, scheduler = build_optimizer(model, training, total_steps=10)
     data = SimpleNamespace(task=task)
-    got = train_step(model, batch, data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
+    got = train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
     assert got == pytest.approx(expected, abs=1e-6, rel=0)
 
 
@@ -229,7 +229,7 @@ def test_a_scaled_step_updates_the_weights_as_the_plain_step_does() -> None:
         model = TinyTagger()
         optimizer, scheduler = build_optimizer(model, training, total_steps=10)
         for _ in range(3):
-            train_step(model, batch, data, loss_fn, optimizer, scheduler, training, CPU, scaler)  # type: ignore[arg-type]
+            train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU, scaler)  # type: ignore[arg-type]
         weights.append(model.head.weight.detach().clone())
     assert not torch.equal(weights[0], TinyTagger().head.weight)  # the steps moved it
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)

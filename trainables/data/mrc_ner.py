@@ -100,11 +100,11 @@ def from_mrc_examples(examples: Sequence[MrcNerExample], lengths: Sequence[int])
 
 
 def flat_spans(starts: Sequence[bool], ends: Sequence[bool]) -> list[Span]:
-    """One query's predicted spans from its start and end flags per word: each start,
-    left to right, ends at the nearest end at or after it; a start inside the span
-    just taken is part of it (the official flat decoding,
-    ``metrics/functional/ner_span_f1.py::extract_flat_spans``). A start with no end
-    after it predicts nothing."""
+    """One query's predicted spans from its start and end flags per word, by the strict
+    decoding: each start, left to right, ends at the nearest end at or after it; a
+    start inside the span just taken is part of it. A start with no end after it
+    predicts nothing (the official decoding, ``official_flat_spans``, makes it a
+    one-position span)."""
     end_words = [index for index, flag in enumerate(ends) if flag]
     spans: list[Span] = []
     for start, flag in enumerate(starts):
@@ -113,6 +113,60 @@ def flat_spans(starts: Sequence[bool], ends: Sequence[bool]) -> list[Span]:
         end = next((e for e in end_words if e >= start), None)
         if end is not None:
             spans.append((start, end))
+    return spans
+
+
+def official_flat_spans(starts: Sequence[bool], ends: Sequence[bool]) -> list[Span]:
+    """One query's spans from its start and end flags per position by the official
+    decoding (the official code's metrics/functional/ner_span_f1.py): the flags are
+    written as BMES tags and read back.
+
+    Writing: ``B`` at every start, also where it is an end; ``E`` at every other end;
+    then, start by start from the left, with ``e`` the nearest end at or after it,
+    ``S`` at the start where ``e`` is the start itself, else ``M`` on the positions
+    strictly between them (over the ``B`` of any start there). A start with no end
+    after it keeps its ``B``.
+    Reading, left to right: ``S`` is a one-position span; ``B`` and the run of ``M``
+    after it (never counting the last position) end at the ``E`` that follows the run,
+    else at the run's last ``M`` (``B`` alone: a one-position span), and reading goes
+    on after the span; any other tag is skipped.
+    """
+    length = len(starts)
+    tags = ["O"] * length
+    start_at = [index for index, flag in enumerate(starts) if flag]
+    end_at = [index for index, flag in enumerate(ends) if flag]
+    for index in start_at:
+        tags[index] = "B"
+    for index in end_at:
+        tags[index] = "B" if starts[index] else "E"
+    for start in start_at:
+        end = next((e for e in end_at if e >= start), None)
+        if end == start:
+            tags[start] = "S"
+        elif end is not None:
+            tags[start + 1 : end] = ["M"] * (end - start - 1)
+    return _read_bmes(tags)
+
+
+def _read_bmes(tags: Sequence[str]) -> list[Span]:
+    """The spans of ``official_flat_spans``' BMES tags, by its reading rule."""
+    spans: list[Span] = []
+    index, length = 0, len(tags)
+    while index < length:
+        if tags[index] == "S":
+            spans.append((index, index))
+        if tags[index] != "B":
+            index += 1
+            continue
+        last = index + 1
+        while last + 1 < length and tags[last] == "M":
+            last += 1
+        if last < length and tags[last] == "E":
+            spans.append((index, last))
+            index = last + 1
+        else:
+            spans.append((index, last - 1))
+            index = last
     return spans
 
 

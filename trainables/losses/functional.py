@@ -18,11 +18,14 @@ where its denominator underflows (``smooth=0``).
 
 OHEM (``ohem_ratio > 0``, the dice family): per class, the positions that count are
 the valid positives and the ``floor(ohem_ratio x positives)`` valid negatives with
-the highest probability of that class (the hardest); the others count as masked.
+the highest probability of that class (the hardest; ``ohem_rule: hardest``); the
+others count as masked. ``ohem_rule: official`` keeps what the official binary OHEM
+keeps instead (``_official_ohem_weight``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,6 +43,7 @@ from trainables.losses.inputs import (
 
 Scope = Literal["example", "set"]
 Classes = Literal["mean", "sum", "foreground"]
+OhemRule = Literal["hardest", "official"]
 
 
 def ce_loss(logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -70,10 +74,19 @@ def wce_loss(
 
 
 def focal_loss(
-    logits: Tensor, target: Tensor, mask: Tensor | None = None, gamma: float = 2.0
+    logits: Tensor,
+    target: Tensor,
+    mask: Tensor | None = None,
+    gamma: float = 2.0,
+    prob_offset: float = 0.0,
 ) -> Tensor:
     """Focal loss (Lin et al. 2017; the paper's FL): ``-(1 - p_t)^gamma log p_t``,
-    averaged over valid positions; ``gamma = 0`` gives cross-entropy."""
+    averaged over valid positions; ``gamma = 0`` gives cross-entropy.
+
+    ``prob_offset`` ε > 0: ``p_t`` is read as ``(p_t + ε) / (1 + C ε)`` and ``1 - p_t``
+    as ``(1 - p_t + ε) / (1 + C ε)`` (``C = 2`` for binary inputs), the official code's
+    ``log(p + 1e-4)`` fed to its softmax (ε 1e-4).
+    """
     flat = flatten_inputs(logits, target, mask)
     if flat.binary:  # p_t is p for a positive, 1 - p for a negative: sigmoid(+-z)
         signed = flat.logits[:, 0] * (2 * flat.target - 1)
@@ -83,6 +96,11 @@ def focal_loss(
         at_target = flat.target.unsqueeze(-1)
         log_pt = probs.log_p.gather(-1, at_target).squeeze(-1)
         log1m_pt = probs.log1m_p.gather(-1, at_target).squeeze(-1)
+    if prob_offset > 0:
+        classes = 2 if flat.binary else flat.logits.shape[-1]
+        norm = math.log1p(classes * prob_offset)
+        log_pt = torch.log(torch.exp(log_pt) + prob_offset) - norm
+        log1m_pt = torch.log(torch.exp(log1m_pt) + prob_offset) - norm
     return flat.mean_over_valid(-torch.exp(gamma * log1m_pt) * log_pt)
 
 
@@ -96,17 +114,19 @@ def dice_loss(
     classes: Classes = "mean",
     ohem_ratio: float = 0.0,
     background: int | None = None,
+    ohem_rule: OhemRule = "hardest",
 ) -> Tensor:
     """Dice loss, eq. 7 (squared denominator) or eq. 6 (``square=False``).
 
     Per position and class: ``1 - (2 p y + s) / (p^2 + y^2 + s)``, or with the
-    linear denominator ``p + y + s``. ``ohem_ratio > 0``: only the hardest negatives.
+    linear denominator ``p + y + s``. ``ohem_ratio > 0``: only some negatives count
+    (``ohem_rule``, as the module says).
     ``background``: the class index ``classes="foreground"`` leaves out.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     numer, denom = _dice_terms(probs.p, probs.y, square)
-    counted = _ohem_weight(flat, probs, ohem_ratio)
+    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
     return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
 
 
@@ -122,6 +142,7 @@ def tversky_loss(
     square: bool = False,
     ohem_ratio: float = 0.0,
     background: int | None = None,
+    ohem_rule: OhemRule = "hardest",
 ) -> Tensor:
     """Tversky loss, eq. 9: ``1 - (p y + s) / (p y + alpha p (1-y) + beta (1-p) y + s)``.
 
@@ -140,7 +161,7 @@ def tversky_loss(
     false_positive = p**power * (1 - y)
     false_negative = torch.exp(power * probs.log1m_p) * y  # (1 - p)^power, never 1 - p
     denom = true_positive + alpha * false_positive + beta * false_negative
-    counted = _ohem_weight(flat, probs, ohem_ratio)
+    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
     reduction = _Reduction(classes, background)
     return _overlap(true_positive, denom, flat, smooth, scope, reduction, counted)
 
@@ -156,6 +177,7 @@ def dsc_loss(
     classes: Classes = "mean",
     ohem_ratio: float = 0.0,
     background: int | None = None,
+    ohem_rule: OhemRule = "hardest",
 ) -> Tensor:
     """Self-adjusting dice, eq. 11/12: ``1 - (2 q y + s) / (q + y + s)``, ``q = (1-p)^alpha p``.
 
@@ -169,7 +191,7 @@ def dsc_loss(
     probs = probabilities(flat)
     q = torch.exp(alpha * probs.log1m_p + probs.log_p)
     numer, denom = _dice_terms(q, probs.y, square)
-    counted = _ohem_weight(flat, probs, ohem_ratio)
+    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
     return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
 
 
@@ -178,16 +200,24 @@ def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
     return 2 * u * y, (u * u + y * y) if square else (u + y)
 
 
-def _ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Tensor | None:
+def _ohem_weight(
+    flat: Flat, probs: Probabilities, ratio: float, rule: OhemRule = "hardest"
+) -> Tensor | None:
     """``(N, C)``: 1 where a position counts for a class under OHEM, else 0; ``None``
     when OHEM is off (every valid position counts for every class).
 
-    Per class: every valid positive, and the ``floor(ratio x positives)`` valid
-    negatives with the highest ``log p`` (ties to the lower index); invalid positions
-    are never chosen. The choice is discrete, so it carries no gradient.
+    ``hardest``, per class: every valid positive, and the ``floor(ratio x positives)``
+    valid negatives with the highest ``log p`` (ties to the lower index); invalid
+    positions are never chosen. ``official``: ``_official_ohem_weight``. The choice is
+    discrete, so it carries no gradient.
+
+    Raises:
+        ValueError: ``official`` on multi-class inputs.
     """
     if ratio == 0:
         return None
+    if rule == "official":
+        return _official_ohem_weight(flat, probs, ratio)
     valid = flat.valid.unsqueeze(-1)
     positive = valid & (probs.y > 0.5)
     negative = valid & (probs.y <= 0.5)
@@ -201,6 +231,48 @@ def _ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Tensor | Non
         0, order, torch.arange(order.shape[0], device=order.device).unsqueeze(-1).expand_as(order)
     )
     kept = positive | (negative & (rank < keep))
+    return kept.to(flat.logits.dtype)
+
+
+def _official_ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Tensor:
+    """``(N, 1)``: what the official binary OHEM (its ``DiceLoss._binary_class``) keeps,
+    over the valid positions.
+
+    It keeps every positive and each position whose ``p`` is above a threshold read
+    from its negatives' scores. Those scores are selected with a ``(N,)`` row of every
+    position's ``p`` against a ``(N, 1)`` column of negatives, which broadcasts to
+    ``N x N``: the negatives' count of copies of every position's ``p``, sorted. With
+    ``k = int(positives x ratio)`` (in float32, as its tensors compute it), at most the
+    negatives' count, the threshold is the sorted copies' entry ``1 - k``:
+
+    - ``k >= 2``: the ``k - 1``-th largest copy, the highest ``p`` of all: no position
+      is above it, so no negative counts (dice over the positives alone);
+    - ``k = 1``, or ``k = 0`` with two negatives or more: the lowest ``p``: every
+      negative above it counts;
+    - ``k = 0`` with one negative: the second lowest ``p``.
+
+    Raises:
+        ValueError: multi-class inputs (the official multi-class OHEM is another rule),
+            or no valid negative (the official code fails indexing an empty sort).
+    """
+    if not flat.binary:
+        raise ValueError("ohem_rule 'official' is the official binary OHEM: binary inputs only")
+    valid = flat.valid.unsqueeze(-1)
+    positive = valid & (probs.y > 0.5)
+    negatives = int((valid & (probs.y <= 0.5)).sum())
+    if negatives == 0:
+        raise ValueError("the official OHEM needs a negative among the valid positions")
+    positives = torch.tensor(int(positive.sum()), dtype=torch.long)
+    keep = min(int(positives * ratio), negatives)
+    scores = probs.p.detach()[valid]  # every valid position's p, in order
+    ranked = torch.sort(scores).values
+    if keep >= 2:
+        threshold = ranked[-1]
+    elif keep == 1 or negatives >= 2:
+        threshold = ranked[0]
+    else:
+        threshold = ranked[1] if len(ranked) > 1 else ranked[0]
+    kept = positive | (valid & (probs.p.detach() > threshold))
     return kept.to(flat.logits.dtype)
 
 

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from search_spaces.losses import DEFAULT_BACKGROUND
 from trainables.losses import functional as fn
-from trainables.losses.functional import Classes, Scope
+from trainables.losses.functional import Classes, OhemRule, Scope
 
 
 class DicesweepLoss(nn.Module, abc.ABC):
@@ -83,16 +83,16 @@ class WCELoss(DicesweepLoss):
 
 
 class FocalLoss(DicesweepLoss):
-    """Focal loss: ``-(1 - p_t)^gamma log p_t``."""
+    """Focal loss: ``-(1 - p_t)^gamma log p_t`` (``prob_offset``: ``fn.focal_loss``)."""
 
     key = "focal"
 
-    def __init__(self, gamma: float = 2.0) -> None:
+    def __init__(self, gamma: float = 2.0, prob_offset: float = 0.0) -> None:
         super().__init__()
-        self.gamma = gamma
+        self.gamma, self.prob_offset = gamma, prob_offset
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
-        return fn.focal_loss(logits, target, mask, gamma=self.gamma)
+        return fn.focal_loss(logits, target, mask, gamma=self.gamma, prob_offset=self.prob_offset)
 
 
 class OverlapArgs(TypedDict):
@@ -103,12 +103,14 @@ class OverlapArgs(TypedDict):
     scope: Scope
     classes: Classes
     ohem_ratio: float
+    ohem_rule: OhemRule
     background: int | None
 
 
 class OverlapLoss(DicesweepLoss, abc.ABC):
     """The dice family's shared settings: ``smooth``, ``square``, ``scope``, ``classes``
-    (with ``background`` among ``labels`` for ``"foreground"``) and ``ohem_ratio``."""
+    (with ``background`` among ``labels`` for ``"foreground"``), ``ohem_ratio`` and
+    ``ohem_rule``."""
 
     def __init__(
         self,
@@ -119,10 +121,12 @@ class OverlapLoss(DicesweepLoss, abc.ABC):
         background: str | None,
         ohem_ratio: float,
         labels: Sequence[str] | None,
+        ohem_rule: OhemRule = "hardest",
     ) -> None:
         super().__init__()
         self.smooth, self.square, self.scope, self.classes = smooth, square, scope, classes
         self.background, self.ohem_ratio, self.labels = background, ohem_ratio, labels
+        self.ohem_rule = ohem_rule
         self.background_index = background_index(classes, background, labels)
 
     def overlap_kwargs(self) -> OverlapArgs:
@@ -132,6 +136,7 @@ class OverlapLoss(DicesweepLoss, abc.ABC):
             scope=self.scope,
             classes=self.classes,
             ohem_ratio=self.ohem_ratio,
+            ohem_rule=self.ohem_rule,
             background=self.background_index,
         )
 
@@ -149,9 +154,10 @@ class DiceLoss(OverlapLoss):
         classes: Classes = "mean",
         background: str | None = None,
         ohem_ratio: float = 0.0,
+        ohem_rule: OhemRule = "hardest",
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels, ohem_rule)
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
         return fn.dice_loss(logits, target, mask, **self.overlap_kwargs())
@@ -173,9 +179,10 @@ class TverskyLoss(OverlapLoss):
         classes: Classes = "mean",
         background: str | None = None,
         ohem_ratio: float = 0.0,
+        ohem_rule: OhemRule = "hardest",
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels, ohem_rule)
         self.alpha, self.beta = alpha, beta
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -200,9 +207,10 @@ class DSCLoss(OverlapLoss):
         classes: Classes = "mean",
         background: str | None = None,
         ohem_ratio: float = 0.0,
+        ohem_rule: OhemRule = "hardest",
         labels: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels)
+        super().__init__(smooth, square, scope, classes, background, ohem_ratio, labels, ohem_rule)
         self.alpha = alpha
 
     def forward(self, logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:

@@ -1,19 +1,29 @@
 """NER as reading comprehension (BERT-MRC, ``task: {kind: ner, formulation: mrc}``).
 
 Each sentence is asked one query per entity type (``trainables.data.mrc_ner``): the
-window is ``[CLS] query [SEP] sentence [SEP]``, truncated in the sentence. A word is
-its first sub-token: the start and end targets sit there, and ``word_mask`` marks
-those positions (the official code marks every context sub-token and the last
-``[SEP]``; words are what entities are made of, and what is scored). Losses:
+window is ``[CLS] query [SEP] sentence [SEP]``, truncated in the sentence. Where the
+targets sit is ``mrc.labels``: ``words``, a word is its first sub-token, the start and
+end targets sit there and ``word_mask`` (the positions the start/end losses count)
+marks those positions; ``official``, ``word_mask`` marks every context sub-token and
+the last ``[SEP]`` and the end target is the last sub-token of the entity's last word.
+Either way every entity keeps its own position (a repeated string is no other
+occurrence's) and a sentence's last word is a word like any other. Losses:
 ``trainables.tasks.mrc_ner_loss``; model: ``trainables.tasks.mrc_ner_model``.
 
-Evaluation decodes each query's start and end flags (logit > 0) to flat spans (each
-start to the nearest end, the official flat decoding; with ``answerable:
-train_infer`` a query the answerability head calls unanswerable predicts none),
-keeps the non-overlapping ones across types by score (start + end logit), turns them
-back into IOB2 tags and scores those with ``trainables.metrics.ner_metrics`` (the
-``conlleval`` rules), as the tagger is scored. Entities in words cut off by
-``max_seq_length`` count as missed.
+Evaluation decodes each query's start and end flags (logit > 0) over the labelled
+positions (``mrc.decoding``: ``strict`` or ``official``, ``trainables.data.mrc_ner``;
+with ``answerable: train_infer`` a query the answerability head calls unanswerable
+predicts none). Two scores come of it:
+
+- ``f1``, ``precision``, ``recall``: the spans mapped to words (a span at the last
+  ``[SEP]`` is no entity), the non-overlapping ones kept across types by score (start
+  + end logit), turned back into IOB2 tags and scored with
+  ``trainables.metrics.ner_metrics`` (the ``conlleval`` rules), as the tagger is
+  scored. Entities in words cut off by ``max_seq_length`` count as missed.
+- ``span_f1``, ``span_precision``, ``span_recall``: the official per-query count, the
+  predicted spans of each window against the spans the same decoding reads from its
+  gold targets, on positions, summed over windows (the official code's
+  ``MRCNERSpanF1``).
 """
 
 from __future__ import annotations
@@ -28,9 +38,11 @@ from search_spaces.mrc_ner import MrcNerSpec
 from trainables.data import TaggedSentence
 from trainables.data.mrc_ner import (
     MrcNerExample,
+    Span,
     TypedSpan,
     entity_types,
     flat_spans,
+    official_flat_spans,
     resolve_overlaps,
     to_mrc_examples,
     to_tags,
@@ -98,12 +110,16 @@ class MrcNer(Task):
     def _feature(
         self, question: MrcNerExample, encoded: Any, index: int, training: bool
     ) -> Feature:
-        """One window's tensors' lists: targets at the words' first sub-tokens."""
-        positions = _word_positions(encoded.word_ids(index), encoded.sequence_ids(index))
+        """One window's tensors' lists, its targets where ``mrc.labels`` puts them."""
+        word_ids, sequence_ids = encoded.word_ids(index), encoded.sequence_ids(index)
+        positions = _word_positions(word_ids, sequence_ids)
         length = len(encoded["input_ids"][index])
-        spans = [(positions[s], positions[e]) for s, e in question.spans if e < len(positions)]
+        official = self.settings.labels == "official"
+        ends_at = _last_positions(word_ids, sequence_ids) if official else positions
+        spans = [(positions[s], ends_at[e]) for s, e in question.spans if e < len(positions)]
+        labelled = _context_positions(sequence_ids) if official else positions
         feature: Feature = {key: values[index] for key, values in encoded.items()}
-        feature["word_mask"] = _flags(length, positions)
+        feature["word_mask"] = _flags(length, labelled)
         feature["start_labels"] = _flags(length, [s for s, _ in spans])
         feature["end_labels"] = _flags(length, [e for _, e in spans])
         feature["spans"] = spans
@@ -112,6 +128,10 @@ class MrcNer(Task):
             feature["example_index"] = question.sentence
             feature["type_index"] = self.types.index(question.entity_type)
             feature["word_positions"] = positions
+            feature["label_positions"] = labelled
+            # The word of each labelled position (-1: the last [SEP]).
+            words = [word if word is not None else -1 for word in word_ids]
+            feature["label_words"] = [words[p] if sequence_ids[p] == 1 else -1 for p in labelled]
         return feature
 
     def loss(self, outputs: Any, batch: Batch, loss_fn: Callable[..., Tensor]) -> Tensor:
@@ -136,10 +156,15 @@ class MrcNer(Task):
         examples: Sequence[TaggedSentence],
     ) -> dict[str, float]:
         found: list[list[tuple[float, TypedSpan]]] = [[] for _ in examples]
+        counts = SpanCounts()
         for batch in batches:
             outputs: MrcNerOutput = predict(batch)
             for row in range(outputs.start_logits.shape[0]):
-                found[int(batch["example_index"][row])] += self.decode(outputs, batch, row)
+                predicted_spans = self.decode_positions(outputs, batch, row)
+                counts.add(predicted_spans, self.gold_positions(batch, row))
+                found[int(batch["example_index"][row])] += self.to_words(
+                    predicted_spans, outputs, batch, row
+                )
         predicted = [
             to_tags(len(example.tags), resolve_overlaps(spans))
             for example, spans in zip(examples, found, strict=True)
@@ -147,29 +172,97 @@ class MrcNer(Task):
         gold = [list(example.tags) for example in examples]
         return {
             **ner_metrics(predicted, gold),
+            **counts.metrics(),
             # What the reader tags, against the no-skill rule on the same words
             # (search_spaces.reports.tables.degenerate_reason).
             **tagging_baselines(gold, by_spans=True),
             "top_prediction_share": top_prediction_share(t for tags in predicted for t in tags),
         }
 
+    def spans_of(self, starts: Sequence[bool], ends: Sequence[bool]) -> list[Span]:
+        """Spans (indices into the labelled positions) by ``mrc.decoding``."""
+        decode = official_flat_spans if self.settings.decoding == "official" else flat_spans
+        return decode(starts, ends)
+
+    def _labelled(self, batch: Batch, row: int) -> list[int]:
+        key = "label_positions" if self.settings.labels == "official" else "word_positions"
+        positions: list[int] = batch[key][row]
+        return positions
+
+    def decode_positions(self, outputs: MrcNerOutput, batch: Batch, row: int) -> list[Span]:
+        """One window's predicted spans, as indices into its labelled positions; none
+        where the answerability head (``answerable: train_infer``) calls it unanswerable."""
+        answerable = outputs.answerable_logits
+        inferred = self.settings.answerable == "train_infer" and answerable is not None
+        if inferred and float(answerable[row]) <= 0:  # type: ignore[index]
+            return []
+        positions = self._labelled(batch, row)
+        starts = outputs.start_logits[row, positions] > 0  # (positions,)
+        ends = outputs.end_logits[row, positions] > 0
+        return self.spans_of(starts.tolist(), ends.tolist())
+
+    def gold_positions(self, batch: Batch, row: int) -> list[Span]:
+        """The spans the decoding reads from one window's gold start and end targets."""
+        positions = self._labelled(batch, row)
+        starts = batch["start_labels"][row, positions] > 0
+        ends = batch["end_labels"][row, positions] > 0
+        return self.spans_of(starts.tolist(), ends.tolist())
+
+    def to_words(
+        self, spans: Sequence[Span], outputs: MrcNerOutput, batch: Batch, row: int
+    ) -> list[tuple[float, TypedSpan]]:
+        """``spans`` (``decode_positions``) as word spans of the window's type, each with
+        its score (start logit + end logit); a span at a position of no word is dropped."""
+        positions = self._labelled(batch, row)
+        words = (
+            batch["label_words"][row]
+            if self.settings.labels == "official"
+            else list(range(len(positions)))
+        )
+        kind = self.types[int(batch["type_index"][row])]
+        found = []
+        for start, end in spans:
+            first, last = words[start], words[end]
+            if first < 0 or last < 0:
+                continue
+            start_logit = outputs.start_logits[row, positions[start]].float()
+            score = start_logit + outputs.end_logits[row, positions[end]].float()
+            found.append((float(score), (kind, first, last)))
+        return found
+
     def decode(
         self, outputs: MrcNerOutput, batch: Batch, row: int
     ) -> list[tuple[float, TypedSpan]]:
         """One window's predicted spans (word indices) of its type, each with its score
         (start logit + end logit)."""
-        answerable = outputs.answerable_logits
-        inferred = self.settings.answerable == "train_infer" and answerable is not None
-        if inferred and float(answerable[row]) <= 0:  # type: ignore[index]
-            return []  # the head calls the query unanswerable
-        positions = batch["word_positions"][row]
-        starts = outputs.start_logits[row, positions].float()  # (words,)
-        ends = outputs.end_logits[row, positions].float()
-        kind = self.types[int(batch["type_index"][row])]
-        return [
-            (float(starts[s] + ends[e]), (kind, s, e))
-            for s, e in flat_spans((starts > 0).tolist(), (ends > 0).tolist())
-        ]
+        return self.to_words(self.decode_positions(outputs, batch, row), outputs, batch, row)
+
+
+class SpanCounts:
+    """The official per-query span count: true and false positives and false negatives
+    of each window's predicted spans against its gold ones, as multisets."""
+
+    def __init__(self) -> None:
+        self.true_positives = self.false_positives = self.false_negatives = 0
+
+    def add(self, predicted: Sequence[Span], gold: Sequence[Span]) -> None:
+        left = list(gold)
+        for span in predicted:
+            if span in left:
+                left.remove(span)
+                self.true_positives += 1
+            else:
+                self.false_positives += 1
+        self.false_negatives += len(left)
+
+    def metrics(self) -> dict[str, float]:
+        """``span_precision``, ``span_recall``, ``span_f1`` in percent (0 where a
+        denominator is 0)."""
+        tp = self.true_positives
+        precision = tp / (tp + self.false_positives) if tp + self.false_positives else 0.0
+        recall = tp / (tp + self.false_negatives) if tp + self.false_negatives else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return {"span_precision": 100 * precision, "span_recall": 100 * recall, "span_f1": 100 * f1}
 
 
 def _word_positions(
@@ -183,6 +276,24 @@ def _word_positions(
             positions.append(position)
         previous = word if sequence == 1 else None
     return positions
+
+
+def _last_positions(
+    word_ids: Sequence[int | None], sequence_ids: Sequence[int | None]
+) -> list[int]:
+    """The position of each visible context word's last sub-token, word by word."""
+    last: dict[int, int] = {}
+    for position, (word, sequence) in enumerate(zip(word_ids, sequence_ids, strict=True)):
+        if sequence == 1 and word is not None:
+            last[word] = position
+    return [last[word] for word in sorted(last)]
+
+
+def _context_positions(sequence_ids: Sequence[int | None]) -> list[int]:
+    """Every context sub-token's position and the last ``[SEP]``'s (the positions of
+    ``token_type_ids == 1``, the official label mask)."""
+    context = [position for position, sequence in enumerate(sequence_ids) if sequence == 1]
+    return [*context, len(sequence_ids) - 1]
 
 
 def _flags(length: int, positions: Sequence[int]) -> list[int]:

@@ -1,10 +1,12 @@
 """The losses of NER as reading comprehension, as the official ``tasks/mrc_ner/train.py``
 applies its losses (``compute_loss``), each through our ``build_loss`` module.
 
-- start, end: binary per position (``p = sigmoid(z)``), over the context words
-  (``word_mask``). The official BCE and focal are masked means over them; its DiceLoss
-  is called without the mask, every position of the batch counting (query, ``[SEP]``
-  and padding included): ``dice_positions: all`` does the same for ``dice`` and ``dsc``.
+- start, end: binary per position (``p = sigmoid(z)``), over ``word_mask``: the context
+  words, or with ``mrc.labels: official`` the official label mask (every context
+  sub-token and the last ``[SEP]``), over which the official BCE and focal take their
+  masked means. Its DiceLoss is called without the mask, every position of the batch
+  counting (query, ``[SEP]`` and padding included): ``dice_positions: all`` does the
+  same for ``dice`` and ``dsc``.
 - span: binary per (start, end) pair, over the candidates only (``span_candidates``).
 - answerable: binary per window, every window counting.
 

@@ -6,7 +6,10 @@ official ``MultiLayerPerceptronClassifier`` with ``--activate_func relu``) over 
 encoder's hidden states after dropout. The span-match head scores the pair (i, j) from
 the concatenation ``[h_i; h_j]``; its first layer is split into the halves that see
 ``h_i`` and ``h_j``, so the ``(B, L, L, 2H)`` concatenation is never built (the same
-function, half the memory). The answerability head reads the pooled ``[CLS]``.
+function, half the memory). The answerability head reads the pooled ``[CLS]``. The
+heads start from PyTorch's default initialisation; ``training.head_init: encoder``
+gives them the encoder's ``_init_weights``, as the official ``init_weights()`` does
+(``trainables.modeling.init_heads_as_encoder``).
 """
 
 from __future__ import annotations

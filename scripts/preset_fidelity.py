@@ -1,0 +1,327 @@
+"""The fidelity table of the ``en_conll03`` presets: each setting of the official
+CoNLL-2003 scripts (ShannonAI/dice_loss_for_NLP), its value there and the file that
+sets it, the preset's value, and ``same`` or the reason they differ.
+
+    python scripts/preset_fidelity.py            # print the table
+    python scripts/preset_fidelity.py --write    # put it into docs/sweeps.md
+
+The official values are written here once, in this project's terms; the presets'
+values are read from the resolved presets. A setting whose two values differ without
+a reason in ``REASONS`` is an undeclared departure: ``departures`` lists them, and
+``--write`` refuses to write a table holding one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from search_spaces.mrc_ner import MrcNerSpec
+from search_spaces.reports.tables import loss_label
+from search_spaces.resolve import resolve_spec
+from search_spaces.spec import SweepSpec, expand_losses
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "sweeps.md"
+BEGIN = "<!-- fidelity table: scripts/preset_fidelity.py -->"
+END = "<!-- end of the fidelity table -->"
+# Each preset and the official script it claims.
+PRESETS = {
+    "en_conll03": "scripts/ner_enconll03/bert_dice.sh",
+    "en_conll03-focal": "scripts/ner_enconll03/bert_focal.sh",
+    "en_conll03-bce": "scripts/ner_enconll03/bert_dice.sh, LOSS_TYPE bce",
+}
+DICE, FOCAL, BCE = PRESETS
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row: its name, where the official code sets it, its official value per
+    preset (one text for all three, or one each) and how to read a preset's value."""
+
+    name: str
+    source: str
+    official: str | dict[str, str]
+    read: Callable[[SweepSpec], str]
+
+    def official_value(self, preset: str) -> str:
+        return self.official if isinstance(self.official, str) else self.official[preset]
+
+
+def _mrc(spec: SweepSpec) -> MrcNerSpec:
+    assert spec.task.mrc is not None  # every en_conll03 preset is MRC
+    return spec.task.mrc
+
+
+def _loss_positions(spec: SweepSpec) -> str:
+    mrc = spec.task.mrc
+    assert mrc is not None
+    if expand_losses(spec)[0]["name"] in ("dice", "dsc") and mrc.dice_positions == "all":
+        return "every position of the batch"
+    if mrc.labels == "official":
+        return "the context sub-tokens and the last [SEP]"
+    return "the context words' first sub-tokens"
+
+
+def _checkpoint(spec: SweepSpec) -> str:
+    if spec.training.checkpoint == "last":
+        return "the last"
+    return f"the best on dev by {spec.search.metric}"
+
+
+SPAN_F1 = "the best on dev by eval_span_f1"
+MASK = "the context sub-tokens and the last [SEP]"
+SETTINGS = [
+    Setting("model", "BERT_DIR", "bert-large-cased", lambda s: s.model),
+    Setting(
+        "loss",
+        "LOSS_TYPE, DICE_*, FOCAL_GAMMA; loss/dice_loss.py, loss/focal_loss.py",
+        {
+            DICE: "dsc(alpha=0.01,scope=set,smooth=1,square=true)",
+            FOCAL: "focal(gamma=3,prob_offset=0.0001)",
+            BCE: "ce",
+        },
+        lambda s: loss_label(expand_losses(s)[0]),
+    ),
+    Setting(
+        "start/end loss positions",
+        "tasks/mrc_ner/train.py compute_loss",
+        {DICE: "every position of the batch", FOCAL: MASK, BCE: MASK},
+        _loss_positions,
+    ),
+    Setting(
+        "end target",
+        "datasets/mrc_ner_dataset.py",
+        "the last sub-token of the entity's last word",
+        lambda s: {
+            "official": "the last sub-token of the entity's last word",
+            "words": "the first sub-token of the entity's last word",
+        }[_mrc(s).labels],
+    ),
+    Setting(
+        "repeated entity strings",
+        "datasets/mrc_ner_dataset.py _improve_answer_span",
+        "at the string's first occurrence",
+        lambda s: "each at its own position",
+    ),
+    Setting(
+        "entities ending a sentence",
+        "tasks/mrc_ner/data_preprocess/label_utils.py get_span_labels",
+        "dropped",
+        lambda s: "kept",
+    ),
+    Setting(
+        "decoding",
+        "metrics/functional/ner_span_f1.py extract_flat_spans",
+        "official",
+        lambda s: _mrc(s).decoding,
+    ),
+    Setting(
+        "queries",
+        "tasks/mrc_ner/data_preprocess/query_map.py",
+        "en_conll03 default",
+        lambda s: "en_conll03 default" if _official_queries(s) else "the project's",
+    ),
+    Setting(
+        "span head",
+        "--construct_entity_span start_and_end",
+        "none",
+        lambda s: "span-match head" if _mrc(s).span_head else "none",
+    ),
+    Setting("span weight", "W_SPAN", "0.3", lambda s: f"{_mrc(s).span_weight:g}"),
+    Setting(
+        "answerability head",
+        "--pred_answerable",
+        "train_infer",
+        lambda s: _mrc(s).answerable,
+    ),
+    Setting(
+        "answerability weight",
+        "--answerable_task_ratio",
+        {DICE: "0.4", FOCAL: "0.2", BCE: "0.4"},
+        lambda s: f"{_mrc(s).answerable_weight:g}",
+    ),
+    Setting("dropout", "BERT_DROPOUT", "0.2", lambda s: f"{_mrc(s).dropout:g}"),
+    Setting(
+        "head initialisation",
+        "models/bert_query_ner.py init_weights()",
+        "encoder",
+        lambda s: s.training.head_init,
+    ),
+    Setting("epochs", "MAX_EPOCH", "10", lambda s: str(s.training.epochs)),
+    Setting(
+        "learning rate",
+        "LR",
+        {DICE: "3e-05", FOCAL: "2e-05", BCE: "3e-05"},
+        lambda s: f"{s.training.learning_rate:g}",
+    ),
+    Setting(
+        "batch",
+        "TRAIN_BATCH_SIZE",
+        {DICE: "36", FOCAL: "18", BCE: "36"},
+        lambda s: str(s.training.batch_size),
+    ),
+    Setting(
+        "gradient accumulation",
+        "ACC_GRAD",
+        {DICE: "8", FOCAL: "4", BCE: "8"},
+        lambda s: str(s.training.grad_accumulation),
+    ),
+    Setting("max length", "MAX_LENGTH", "256", lambda s: str(s.training.max_seq_length)),
+    Setting(
+        "warm-up",
+        "WARMUP_PROPORTION",
+        {DICE: "0.01", FOCAL: "0.06", BCE: "0.01"},
+        lambda s: f"{s.training.warmup_ratio:g}",
+    ),
+    Setting(
+        "decay",
+        "LR_SCHEDULE polydecay (lr_end = lr / 4)",
+        "polynomial (power 1) to 0.25 × the peak rate",
+        lambda s: s.training.decay.text(),
+    ),
+    Setting(
+        "weight decay",
+        "WEIGHT_DECAY",
+        {DICE: "0.01", FOCAL: "0.002", BCE: "0.01"},
+        lambda s: f"{s.training.weight_decay:g}",
+    ),
+    Setting(
+        "AdamW epsilon",
+        "utils/get_parser.py --adam_epsilon",
+        "1e-06",
+        lambda s: f"{s.training.adam_epsilon:g}",
+    ),
+    Setting("gradient clip", "GRAD_CLIP", "1", lambda s: f"{s.training.grad_clip:g}"),
+    Setting(
+        "evaluations an epoch",
+        "VAL_CHECK_INTERVAL 0.25",
+        "4",
+        lambda s: str(s.training.evaluations_per_epoch or 1),
+    ),
+    Setting("checkpoint reported", "ModelCheckpoint(monitor=val_f1)", SPAN_F1, _checkpoint),
+    Setting(
+        "test split",
+        "trainer.test with the best checkpoint",
+        "scored",
+        lambda s: "scored" if s.training.score_test else "not scored",
+    ),
+    Setting(
+        "batch order",
+        "RandomSampler",
+        "a plain shuffle",
+        lambda s: "grouped by length" if s.training.group_by_length else "a plain shuffle",
+    ),
+    Setting("precision", "PRECISION 16", "fp16", lambda s: s.training.precision),
+    Setting("seed", "utils/random_seed.py", "2333", lambda s: ",".join(map(str, s.seeds))),
+    Setting("evaluation batch", "EVAL_BATCH_SIZE", "1", lambda s: str(s.training.batch_size)),
+]
+
+# Why a preset's value is not the script's, per setting.
+REASONS = {
+    "model": "BERT-base cased, as the paper-scale studies run it; "
+    "`model: bert-large-cased` is the script's",
+    "repeated entity strings": "this project's rule: a target is where its entity is",
+    "entities ending a sentence": "this project's rule: the official loader loses them "
+    "(718 of CoNLL-2003's 23,499 training entities)",
+    "evaluation batch": "the training batch; padded positions are masked, so only float "
+    "rounding differs",
+}
+
+# The official en_conll03 queries (tasks/mrc_ner/data_preprocess/query_map.py, "default").
+OFFICIAL_QUERIES = {
+    "ORG": "organization entities are limited to named corporate, governmental, or other "
+    "organizational entities.",
+    "PER": "person entities are named persons or family.",
+    "LOC": "location entities are the name of politically or geographically defined locations "
+    "such as cities, provinces, countries, international regions, bodies of water, mountains, "
+    "etc.",
+    "MISC": "examples of miscellaneous entities include events, nationalities, products and "
+    "works of art.",
+}
+
+
+def _official_queries(spec: SweepSpec) -> bool:
+    return _mrc(spec).queries == OFFICIAL_QUERIES
+
+
+@dataclass(frozen=True)
+class Row:
+    """One setting of one preset in the table."""
+
+    setting: str
+    source: str
+    official: str
+    preset: str
+    verdict: str  # "same", a reason, or "" for an undeclared departure
+
+
+def rows(preset: str) -> list[Row]:
+    """The table's rows for ``preset`` (a key of ``PRESETS``)."""
+    spec = resolve_spec({"extends": preset})
+    found = []
+    for setting in SETTINGS:
+        official, ours = setting.official_value(preset), setting.read(spec)
+        verdict = "same" if official == ours else REASONS.get(setting.name, "")
+        found.append(Row(setting.name, setting.source, official, ours, verdict))
+    return found
+
+
+def departures() -> list[str]:
+    """``preset: setting`` for every value that differs from the script's without a
+    declared reason (none, for a table that may be published)."""
+    return [
+        f"{preset}: {row.setting}" for preset in PRESETS for row in rows(preset) if not row.verdict
+    ]
+
+
+def table() -> str:
+    """The fidelity table of every preset of ``PRESETS``, in Markdown."""
+    lines = [BEGIN]
+    for preset, script in PRESETS.items():
+        lines += [
+            "",
+            f"`{preset}` against the official `{script}`:",
+            "",
+            "| setting | official value | set by (official code) | preset value | same? |",
+            "|---|---|---|---|---|",
+        ]
+        for r in rows(preset):
+            verdict = r.verdict or "UNDECLARED"
+            lines.append(f"| {r.setting} | {r.official} | {r.source} | {r.preset} | {verdict} |")
+    return "\n".join([*lines, "", END])
+
+
+def with_table(text: str) -> str:
+    """``text`` (docs/sweeps.md) with its fidelity table replaced by ``table()``.
+
+    Raises:
+        ValueError: ``text`` has no table markers.
+    """
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"{DOC.name} has no fidelity table markers ({BEGIN} ... {END})")
+    before, rest = text.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    return before + table() + after
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write it into docs/sweeps.md")
+    args = parser.parse_args(argv)
+    undeclared = departures()
+    if args.write:
+        if undeclared:
+            raise SystemExit(f"undeclared departures: {', '.join(undeclared)}")
+        DOC.write_text(with_table(DOC.read_text(encoding="utf-8")), encoding="utf-8")
+        return
+    print(table())
+    if undeclared:
+        print(f"undeclared departures: {', '.join(undeclared)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
