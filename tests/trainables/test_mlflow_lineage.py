@@ -112,6 +112,7 @@ def test_trials_are_named_by_loss_seed_and_variant_with_every_loss_parameter_a_p
         "loss.classes": "mean",
         "loss.square": "False",
         "loss.ohem_ratio": "0.0",
+        "loss.ohem_rule": "hardest",
     }
     assert params["dsc"]["loss.square"] == "False" and params["dsc"]["loss.smooth"] == "1.0"
     assert [k for k in params["ce"] if k.startswith("loss")] == ["loss"]
