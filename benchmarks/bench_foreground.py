@@ -164,7 +164,7 @@ def fine_tune(
     while step < steps:
         order = grouped_order(lengths, seed, epoch, BATCH)
         for batch in batches(data, data.train_features, BATCH, order):
-            value = train_step(net, batch, data, loss_fn, optimizer, scheduler, training, device)
+            value = train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device)
             step += 1
             if step % 10 == 0:
                 print(

@@ -124,7 +124,7 @@ def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: i
         for key in ("ce", "dsc") if index % 2 == 0 else ("dsc", "ce"):
             net, loss_fn, optimizer, scheduler = setups[key]
             start = time.perf_counter()
-            train_step(net, batch, data, loss_fn, optimizer, scheduler, training, device)
+            train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device)
             if index > 0:  # the first step warms caches
                 times[key].append(time.perf_counter() - start)
     ce, dsc = statistics.median(times["ce"]), statistics.median(times["dsc"])

@@ -199,7 +199,7 @@ def head_step(data: TrialData, model: str, precision: Precision, scale: Scale) -
     optimizer, scheduler = build_optimizer(net, training, scale.head_steps)
     scaler = grad_scaler(device, resolved)
     losses = [
-        train_step(net, batch, data, loss_fn, optimizer, scheduler, training, device, scaler)
+        train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device, scaler)
         for _ in range(scale.head_steps)
     ]
     return {

@@ -45,7 +45,7 @@ def ours_rate(data: Any, model: str, training: TrainingSpec, n_steps: int) -> fl
     net.train()
     start = time.perf_counter()
     for step in batches(data, data.train_features, training.batch_size, order):
-        train_step(net, step, data, loss_fn, optimizer, scheduler, training, device)
+        train_step(net, [step], data, loss_fn, optimizer, scheduler, training, device)
     return training.batch_size * n_steps / (time.perf_counter() - start)
 
 
