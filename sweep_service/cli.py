@@ -141,11 +141,12 @@ def cmd_keys(args: argparse.Namespace) -> int:
     """Create, list or revoke API keys in the service's store; a refusal (an unknown
     owner or prefix) is said in one line, exit 1."""
     from search_spaces.settings import DicesweepSettings
+    from sweep_service.mlflow_ui import OwnerExperimentError
     from sweep_service.store import StoreError
 
     try:
         _keys(args, DicesweepSettings())
-    except StoreError as error:
+    except (StoreError, OwnerExperimentError) as error:
         detail = error.args[0] if error.args else error
         print(f"dicesweep keys: {detail}", file=sys.stderr)
         return 1
@@ -161,6 +162,12 @@ def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
     sessions = store.create_session_factory(store.create_engine_for(settings.database_url))
     with sessions() as session:
         if args.action == "create":
+            from sweep_service.mlflow_ui import prepare_owner
+
+            store.check_owner_name(args.owner)
+            # The owner's MLflow experiment first: a key whose experiment cannot be
+            # made is not issued, and nothing is left half-made.
+            sign_in = prepare_owner(settings, args.owner)
             try:
                 owner = store.get_owner_by_name(session, args.owner)
             except store.NotFoundError:
@@ -173,9 +180,8 @@ def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
             print(
                 f"key {issued.api_key.prefix} for owner {owner.name}; shown once", file=sys.stderr
             )
-            from sweep_service.mlflow_ui import print_sign_in
-
-            print_sign_in(settings, owner.name)
+            for line in sign_in:
+                print(line, file=sys.stderr)
         elif args.action == "list":
             owner = store.get_owner_by_name(session, args.owner)
             keys = store.list_api_keys(session, owner.id)

@@ -5,8 +5,9 @@ An MLflow server running its basic-auth app (``mlflow server --app-name basic-au
 experiment the user holds no permission on. The service signs in as the server's
 admin (``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``, the password the server generated at
 its first start) and, for an owner, makes sure of three things over the server's
-REST API: the user named as the owner, the experiment ``dicesweep/<owner>`` (created
-by the admin, so no one else can take the name first), and that user's MANAGE on it.
+REST API: the user named as the owner, the experiment ``dicesweep/<owner>`` (made and
+marked by the admin; one of that name someone else made is moved aside,
+``sweep_service.owner_experiments``), and that user's MANAGE on it.
 
 An owner's password is derived from the admin's (HMAC-SHA256 of the owner's name),
 so the service stores none and recomputes it for each sweep: the driver signs in
@@ -33,6 +34,7 @@ from search_spaces.mlflow_credentials import (
     use_credentials_file,
     write_credentials,
 )
+from sweep_service.owner_experiments import owner_experiment
 
 MANAGE = "MANAGE"
 PERMISSIONS = "/api/3.0/mlflow/users/permissions"  # MLflow 3's per-user grants
@@ -119,7 +121,10 @@ class OwnerAccess:
             self._call("POST", "/api/2.0/mlflow/users/create", json=user)
         else:  # kept in step with the admin's password
             self._call("PATCH", "/api/2.0/mlflow/users/update-password", json=user)
-        experiment = self._experiment(experiment_name(owner))
+        experiments = RestExperiments(self._call)
+        experiment = owner_experiment(
+            experiments, experiment_name(owner), self._secret.decode(), revoke=self._revoke_all
+        )
         self._grant_manage(owner, experiment)
         return OwnerCredentials(owner, password, experiment)
 
@@ -141,12 +146,17 @@ class OwnerAccess:
             self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
 
     def _evict_others(self, owner: str, experiment: str) -> None:
-        """Revoke every other user's permission on ``owner``'s experiment: any user may
-        create experiments, and MLflow makes the creator its manager, so one who made
-        ``dicesweep/<owner>`` before the owner was granted it keeps nothing of it."""
+        """Revoke every other user's permission on ``owner``'s experiment."""
+        self._revoke_all(experiment, keep=owner)
+
+    def _revoke_all(self, experiment: str, keep: str | None = None) -> None:
+        """Revoke every user's permission on ``experiment`` but ``keep``'s and the
+        admins': any user may create experiments, and MLflow makes the creator its
+        manager, so one who made ``dicesweep/<owner>`` keeps nothing of it once it is
+        moved aside, nor of the owner's before its first grant."""
         listed = self._call("GET", "/api/2.0/mlflow/users/list") or {}
         for user in listed.get("users", []):
-            if user["username"] == owner or user.get("is_admin"):
+            if user["username"] == keep or user.get("is_admin"):
                 continue
             resource = {
                 "username": user["username"],
@@ -156,16 +166,6 @@ class OwnerAccess:
             held = self._call("GET", f"{PERMISSIONS}/get", params=resource)
             if held is not None and held.get("permission") not in (None, "NO_PERMISSIONS"):
                 self._call("POST", f"{PERMISSIONS}/revoke", json=resource)
-
-    def _experiment(self, name: str) -> str:
-        """The id of experiment ``name``, created by the admin when missing."""
-        params = {"experiment_name": name}
-        found = self._call("GET", "/api/2.0/mlflow/experiments/get-by-name", params=params)
-        if found is not None:
-            return str(found["experiment"]["experiment_id"])
-        created = self._call("POST", "/api/2.0/mlflow/experiments/create", json={"name": name})
-        assert created is not None  # only a 404 answers None
-        return str(created["experiment_id"])
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any] | None:
         """The JSON answer; None for a 404 (no such user or experiment).
@@ -198,3 +198,62 @@ class OwnerAccess:
 
     def close(self) -> None:
         self._http.close()
+
+
+@dataclass(frozen=True)
+class FoundExperiment:
+    """An experiment as the REST API answers it (the fields ``owner_experiments`` reads)."""
+
+    experiment_id: str
+    name: str
+    artifact_location: str
+    lifecycle_stage: str
+    tags: dict[str, str]
+
+
+class RestExperiments:
+    """``owner_experiments.Experiments`` over the admin's REST calls (``OwnerAccess._call``)."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def get_experiment_by_name(self, name: str) -> FoundExperiment | None:
+        path = "/api/2.0/mlflow/experiments/get-by-name"
+        return self._found(self._call("GET", path, params={"experiment_name": name}))
+
+    def get_experiment(self, experiment_id: str) -> FoundExperiment | None:
+        path = "/api/2.0/mlflow/experiments/get"
+        return self._found(self._call("GET", path, params={"experiment_id": experiment_id}))
+
+    def create_experiment(self, name: str, artifact_location: str | None = None) -> str:
+        body = {"name": name}
+        if artifact_location is not None:
+            body["artifact_location"] = artifact_location
+        created = self._call("POST", "/api/2.0/mlflow/experiments/create", json=body)
+        assert created is not None  # only a 404 answers None
+        return str(created["experiment_id"])
+
+    def rename_experiment(self, experiment_id: str, new_name: str) -> None:
+        body = {"experiment_id": experiment_id, "new_name": new_name}
+        self._call("POST", "/api/2.0/mlflow/experiments/update", json=body)
+
+    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        body = {"experiment_id": experiment_id, "key": key, "value": value}
+        self._call("POST", "/api/2.0/mlflow/experiments/set-experiment-tag", json=body)
+
+    def restore_experiment(self, experiment_id: str) -> None:
+        body = {"experiment_id": experiment_id}
+        self._call("POST", "/api/2.0/mlflow/experiments/restore", json=body)
+
+    @staticmethod
+    def _found(answer: dict[str, Any] | None) -> FoundExperiment | None:
+        if answer is None:
+            return None
+        found = answer["experiment"]
+        return FoundExperiment(
+            experiment_id=str(found["experiment_id"]),
+            name=found["name"],
+            artifact_location=found.get("artifact_location", ""),
+            lifecycle_stage=found.get("lifecycle_stage", "active"),
+            tags={tag["key"]: tag.get("value", "") for tag in found.get("tags", [])},
+        )

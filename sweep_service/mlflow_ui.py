@@ -21,10 +21,12 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
+from search_spaces.lineage import experiment_name
 from search_spaces.mlflow_credentials import CredentialsFileError
 from search_spaces.settings import DicesweepSettings
 from sweep_service.mlflow_access import MlflowAccessError, OwnerAccess, derive_password
 from sweep_service.mlflow_auth_server import ADMIN_USERNAME, AuthServerFiles, prepare_auth_server
+from sweep_service.owner_experiments import owner_experiment
 
 log = logging.getLogger("dicesweep.ui")
 
@@ -35,6 +37,20 @@ UI_START_TIMEOUT_S = 240.0
 def embedded_auth(home: Path) -> AuthServerFiles:
     """The embedded UI's basic-auth files under ``home``, made at the first call."""
     return prepare_auth_server(home / AUTH_FOLDER)
+
+
+def embedded_owner_experiment(settings: DicesweepSettings, name: str) -> str:
+    """The id of the owner experiment ``name`` (``dicesweep/<owner>``) in the embedded
+    store, as the service made it (``owner_experiments``: marked under the embedded
+    UI's admin password, its artifacts under the home's folder; one of that name that
+    a user of ``dicesweep ui`` made is moved aside)."""
+    from mlflow.tracking import MlflowClient
+
+    files = embedded_auth(settings.home)
+    secret = files.admin_password_file.read_text(encoding="utf-8").strip()
+    settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(str(settings.mlflow_tracking_uri))
+    return owner_experiment(client, name, secret, location=settings.mlflow_artifact_root.as_uri())
 
 
 def owners_with_keys(settings: DicesweepSettings) -> list[str]:
@@ -86,47 +102,57 @@ def _answers(url: str) -> bool:
         return False
 
 
-def sign_in_lines(settings: DicesweepSettings, owner: str) -> list[str]:
-    """How ``owner`` signs in to the MLflow UI, for ``dicesweep keys create`` to print:
-    on an MLflow server the service administers (``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``)
-    the owner is made a user now; on the embedded store at the next ``dicesweep ui``.
+class OwnerExperimentError(RuntimeError):
+    """An owner's MLflow experiment could not be made: no key is issued."""
+
+
+def prepare_owner(settings: DicesweepSettings, owner: str) -> list[str]:
+    """Make ``owner``'s experiment (``dicesweep/<owner>``, ``owner_experiments``) and,
+    on an MLflow server the service administers (``DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE``),
+    the owner's user with MANAGE on it; the lines ``dicesweep keys create`` prints on
+    how the owner signs in to the MLflow UI (the embedded store's at the next
+    ``dicesweep ui``). Called before the key is issued.
 
     Raises:
-        MlflowAccessError: the MLflow server refused, or the owner cannot be a user.
-        CredentialsFileError: the admin's password file is missing or others may read it.
+        OwnerExperimentError: the MLflow server refused, the owner cannot be a user,
+            the admin's password file is missing or others may read it.
     """
+    from mlflow.exceptions import MlflowException
+
     store = str(settings.mlflow_tracking_uri)
-    if store.startswith(("http://", "https://")):
-        access = OwnerAccess.from_settings(store)
-        if access is None:
-            return [
-                f"MLflow at {settings.mlflow_ui} has no access control set up here "
-                "(DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE is unset): see docs/mlflow.md"
-            ]
-        granted = access.ensure_owner(owner)
-        access.close()
-        where, password = settings.mlflow_ui, granted.password
-        when = ""
-    else:
-        files = embedded_auth(settings.home)
-        admin = files.admin_password_file.read_text(encoding="utf-8").strip()
-        where, password = settings.mlflow_ui, derive_password(admin, owner)
-        when = " (restart `dicesweep ui` if it is running)"
+    try:
+        if store.startswith(("http://", "https://")):
+            access = OwnerAccess.from_settings(store)
+            if access is None:
+                return [
+                    f"MLflow at {settings.mlflow_ui} has no access control set up here "
+                    "(DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE is unset): see docs/mlflow.md"
+                ]
+            try:
+                password = access.ensure_owner(owner).password
+            finally:
+                access.close()
+            when = ""
+        else:
+            # MLflow logs its store's creation at INFO: noise in the command's output.
+            quiet = logging.getLogger("mlflow")
+            level = quiet.level
+            quiet.setLevel(logging.WARNING)
+            try:
+                embedded_owner_experiment(settings, experiment_name(owner))
+            finally:
+                quiet.setLevel(level)
+            admin = embedded_auth(settings.home).admin_password_file.read_text(encoding="utf-8")
+            password = derive_password(admin.strip(), owner)
+            when = " (restart `dicesweep ui` if it is running)"
+    except (MlflowAccessError, CredentialsFileError, MlflowException) as error:
+        raise OwnerExperimentError(
+            f"no key made: owner {owner!r}'s MLflow experiment could not be made: {error}"
+        ) from error
     return [
-        f"MLflow UI: {where}: sign in as {owner!r} with password {password}{when}; "
+        f"MLflow UI: {settings.mlflow_ui}: sign in as {owner!r} with password {password}{when}; "
         f"it opens the experiment dicesweep/{owner} only. Shown here only: keep it with the key."
     ]
-
-
-def print_sign_in(settings: DicesweepSettings, owner: str) -> None:
-    """``sign_in_lines`` on standard error; a refusal is said there too (the key stands,
-    and the owner is made a user at its first sweep)."""
-    try:
-        lines = sign_in_lines(settings, owner)
-    except (MlflowAccessError, CredentialsFileError) as error:
-        lines = [f"MLflow: owner {owner!r} not made a user yet: {error}"]
-    for line in lines:
-        print(line, file=sys.stderr)
 
 
 def protect_embedded_ui(settings: DicesweepSettings, host: str, port: int) -> list[str]:

@@ -6,7 +6,8 @@ exists is a no-op. A sweep whose driver died is resubmitted under a new id,
 file, ``spec.json``: the resolved spec the service stored (uploaded with the job, so
 a remote cluster gets it too, whatever its size); the job runs
 ``python -m trainables.driver --resolved-spec spec.json --sweep-id ID --experiment
-dicesweep/OWNER`` (each owner's sweeps in the owner's MLflow experiment), which
+dicesweep/OWNER --experiment-id N`` (each owner's sweeps in the owner's MLflow
+experiment, the one the service made: ``sweep_service.owner_experiments``), which
 resumes from Tune's experiment state when it exists, so a resubmitted sweep
 continues where its dead driver stopped. With MLflow's access control on
 (``OwnerAccess``), the folder also holds ``mlflow_credentials`` (0600): the owner's
@@ -29,6 +30,8 @@ from search_spaces.lineage import EXPERIMENT
 from search_spaces.mlflow_credentials import CREDENTIALS_ENV, PROVIDER, write_credentials
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sweep_service.mlflow_access import OwnerAccess
 
 
@@ -78,26 +81,34 @@ MAX_LOG_CHARS = 1_000_000  # of a job's log served to its owner: the end of it
 CREDENTIALS_FILE = "mlflow_credentials"  # beside it, with MLflow's access control on
 
 
-def driver_entrypoint(sweep_id: str, experiment: str, python: str = "python") -> str:
+def driver_entrypoint(
+    sweep_id: str, experiment: str, experiment_id: str | None = None, python: str = "python"
+) -> str:
     """The shell command a sweep's job runs, in a working folder holding ``SPEC_FILE``."""
     command = [python, "-m", "trainables.driver", "--resolved-spec", SPEC_FILE]
-    return shlex.join([*command, "--sweep-id", sweep_id, "--experiment", experiment])
+    command += ["--sweep-id", sweep_id, "--experiment", experiment]
+    if experiment_id is not None:
+        command += ["--experiment-id", experiment_id]
+    return shlex.join(command)
 
 
-def sign_in(access: OwnerAccess | None, folder: Path, experiment: str) -> dict[str, str]:
+def sign_in(
+    access: OwnerAccess | None, folder: Path, experiment: str
+) -> tuple[dict[str, str], str | None]:
     """The owner of ``experiment`` (``dicesweep/<owner>``) made an MLflow user with
     MANAGE on it and its credentials written to ``folder`` (``CREDENTIALS_FILE``,
-    0600); the job's variables that point the driver's MLflow client there (names, no
-    secret). Nothing without access control.
+    0600): the job's variables that point the driver's MLflow client there (names, no
+    secret) and the experiment's id. Nothing without access control.
 
     Raises:
         MlflowAccessError: the MLflow server refused (the reconciler tries again).
     """
     if access is None:
-        return {}
+        return {}, None
     granted = access.ensure_owner(experiment.removeprefix(f"{EXPERIMENT}/"))
     write_credentials(folder / CREDENTIALS_FILE, granted.username, granted.password)
-    return {"MLFLOW_TRACKING_AUTH": PROVIDER, CREDENTIALS_ENV: CREDENTIALS_FILE}
+    env = {"MLFLOW_TRACKING_AUTH": PROVIDER, CREDENTIALS_ENV: CREDENTIALS_FILE}
+    return env, granted.experiment_id
 
 
 class RayJobRunner:
@@ -109,6 +120,7 @@ class RayJobRunner:
         env_vars: Mapping[str, str],
         python: str = "python",
         access: OwnerAccess | None = None,
+        local_experiments: Callable[[str], str] | None = None,
     ) -> None:
         from ray.job_submission import JobSubmissionClient
 
@@ -117,6 +129,8 @@ class RayJobRunner:
         self._env_vars = dict(env_vars)
         self._python = python
         self._access = access  # None: the MLflow store has no access control
+        # The embedded store's owner experiments: name -> the id the service made.
+        self._local_experiments = local_experiments
         self._nodes: tuple[float, list[dict[str, float]] | None] = (-NODES_TTL_S, None)
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
@@ -124,12 +138,16 @@ class RayJobRunner:
             return
         with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
             (Path(folder) / SPEC_FILE).write_text(json.dumps(dict(spec)))
-            env_vars = {**self._env_vars, **sign_in(self._access, Path(folder), experiment)}
+            signed, experiment_id = sign_in(self._access, Path(folder), experiment)
+            local = self._local_experiments
+            if experiment_id is None and local is not None and experiment != EXPERIMENT:
+                experiment_id = local(experiment)
+            env_vars = {**self._env_vars, **signed}
             # The client uploads the folder to the cluster before this returns.
             runtime_env = {"working_dir": folder, "env_vars": env_vars}
             try:
                 self._client.submit_job(
-                    entrypoint=driver_entrypoint(sweep_id, experiment, self._python),
+                    entrypoint=driver_entrypoint(sweep_id, experiment, experiment_id, self._python),
                     submission_id=job,
                     runtime_env=runtime_env,
                 )

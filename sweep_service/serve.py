@@ -23,6 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -233,7 +234,13 @@ def serve(settings: ServiceSettings) -> None:
         # A cluster runs the driver with its image's interpreter; a local head with ours.
         python = "python" if settings.ray_jobs_url else sys.executable
         access = mlflow_access(settings)
-        runner = RayJobRunner(address, job_environment(settings), python=python, access=access)
+        local = None
+        if not str(settings.mlflow_tracking_uri).startswith(("http://", "https://")):
+            from sweep_service.mlflow_ui import embedded_owner_experiment
+
+            local = partial(embedded_owner_experiment, settings)
+        env = job_environment(settings)
+        runner = RayJobRunner(address, env, python=python, access=access, local_experiments=local)
         for name, value in settings.mlflow_request_env().items():
             os.environ.setdefault(name, value)
         tracking = MlflowClient(str(settings.mlflow_tracking_uri))

@@ -40,7 +40,13 @@ from sweep_service.store.lifecycle import (
 )
 from sweep_service.store.migrate import upgrade
 from sweep_service.store.models import ApiKey, Owner, Sweep, SweepStatus, utc_now
-from sweep_service.store.owners import QUOTAS, create_owner, get_owner_by_name, set_quotas
+from sweep_service.store.owners import (
+    QUOTAS,
+    check_owner_name,
+    create_owner,
+    get_owner_by_name,
+    set_quotas,
+)
 from sweep_service.store.pages import SweepPage, list_sweeps
 from sweep_service.store.sweeps import (
     Submission,
@@ -73,6 +79,7 @@ __all__ = [
     "TrialProgress",
     "api_keys_exist",
     "authenticate",
+    "check_owner_name",
     "committing",
     "count_active_sweeps",
     "create_api_key",

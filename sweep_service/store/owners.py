@@ -19,6 +19,13 @@ from sweep_service.store.models import (
 )
 
 
+def check_owner_name(name: str) -> None:
+    """Raises:
+    InvalidArgumentError: ``name`` is empty or longer than ``OWNER_NAME_LENGTH``."""
+    if not 1 <= len(name) <= OWNER_NAME_LENGTH:
+        raise InvalidArgumentError(f"an owner's name has 1 to {OWNER_NAME_LENGTH} characters")
+
+
 def create_owner(
     session: Session,
     name: str,
@@ -34,8 +41,7 @@ def create_owner(
         InvalidArgumentError: an empty or too long name, or a negative quota.
         ConflictError: an owner of that name exists already.
     """
-    if not 1 <= len(name) <= OWNER_NAME_LENGTH:
-        raise InvalidArgumentError(f"an owner's name has 1 to {OWNER_NAME_LENGTH} characters")
+    check_owner_name(name)
     quotas = {
         "max_concurrent_sweeps": max_concurrent_sweeps,
         "max_trials_per_sweep": max_trials_per_sweep,

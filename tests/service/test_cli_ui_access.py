@@ -31,12 +31,11 @@ def test_the_embedded_ui_asks_each_owner_to_sign_in_once_keys_exist(tmp_path: Pa
         passwords[owner] = found[2]
     auth = tmp_path / "mlflow-auth"
     assert (auth / "admin_password").stat().st_mode & 0o777 == 0o600
-    # The drivers write the embedded store directly: one run in each owner's experiment.
+    # `keys create` made each owner's experiment; the drivers write the embedded store
+    # directly: one run in each.
     tracking = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    runs = {
-        owner: tracking.create_run(tracking.create_experiment(f"dicesweep/{owner}")).info.run_id
-        for owner in passwords
-    }
+    made = {owner: tracking.get_experiment_by_name(f"dicesweep/{owner}") for owner in passwords}
+    runs = {owner: tracking.create_run(e.experiment_id).info.run_id for owner, e in made.items()}
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -1,7 +1,9 @@
 """A sweep through ``dicesweep serve`` on an MLflow server that runs its basic-auth app:
 the service makes the owner an MLflow user, the driver logs as that owner with the
 credential it got as a file (its job's environment names the file only), the service
-reads the progress as the admin, and another owner's credential gets 403 on it."""
+reads the progress as the admin, and another owner's credential gets 403 on it; an
+experiment of the owner's name that the other owner made first, at a location he
+reads and with a planted run, is moved aside, never adopted."""
 
 from __future__ import annotations
 
@@ -48,8 +50,18 @@ def test_a_sweep_logs_as_its_owner_and_only_its_owner_reads_it(
         DICESWEEP_MLFLOW_TRACKING_URI=url,
         DICESWEEP_MLFLOW_ADMIN_PASSWORD_FILE=str(files.admin_password_file),
     )
-    key, password = create_key(service, "erin")
     _, other_password = create_key(service, "frank")
+    frank = httpx.Client(base_url=url, auth=("frank", other_password), timeout=30)
+    own = frank.get(
+        "/api/2.0/mlflow/experiments/get-by-name", params={"experiment_name": "dicesweep/frank"}
+    ).json()["experiment"]["experiment_id"]
+    squat = {"name": "dicesweep/erin", "artifact_location": f"mlflow-artifacts:/{own}/loot"}
+    squatted = frank.post("/api/2.0/mlflow/experiments/create", json=squat)
+    assert squatted.status_code == 200, squatted.text
+    squatted_id = squatted.json()["experiment_id"]
+    planted = frank.post("/api/2.0/mlflow/runs/create", json={"experiment_id": squatted_id})
+    assert planted.status_code == 200, planted.text
+    key, password = create_key(service, "erin")
     headers = {"Authorization": f"Bearer {key}"}
     service.start()
     listings: list[str] = []
@@ -89,11 +101,26 @@ def test_a_sweep_logs_as_its_owner_and_only_its_owner_reads_it(
     )
     assert experiment.status_code == 200, experiment.text
     experiment_id = experiment.json()["experiment"]["experiment_id"]
+    assert experiment_id != squatted_id  # frank's was moved aside
+    location = experiment.json()["experiment"]["artifact_location"]
+    assert location == f"mlflow-artifacts:/{experiment_id}"  # the server's default
     runs = erin.post("/api/2.0/mlflow/runs/search", json={"experiment_ids": [experiment_id]})
     found = runs.json()["runs"]
     assert len(found) == 3  # the parent run and the smoke sweep's two trials, logged as erin
-    frank = httpx.Client(base_url=url, auth=("frank", other_password), timeout=30)
+    assert all(r["info"]["artifact_uri"].startswith(f"{location}/") for r in found)
     run_id = found[0]["info"]["run_id"]
     assert frank.get("/api/2.0/mlflow/runs/get", params={"run_id": run_id}).status_code == 403
+    (parent,) = [r for r in found if "spec.yaml" in _artifacts(erin, r["info"]["run_id"])]
+    spec = f"/api/2.0/mlflow-artifacts/artifacts/{experiment_id}/{parent['info']['run_id']}"
+    assert erin.get(f"{spec}/artifacts/spec.yaml").status_code == 200
+    assert frank.get(f"{spec}/artifacts/spec.yaml").status_code == 403
+    loot = frank.get("/api/2.0/mlflow-artifacts/artifacts", params={"path": f"{own}/loot"})
+    assert not loot.json().get("files"), loot.text  # nothing of erin's where frank reads
     by_id = {"experiment_id": experiment_id}
     assert frank.get("/api/2.0/mlflow/experiments/get", params=by_id).status_code == 403
+
+
+def _artifacts(client: httpx.Client, run_id: str) -> list[str]:
+    """The paths at the top of a run's artifacts."""
+    listed = client.get("/api/2.0/mlflow/artifacts/list", params={"run_id": run_id}).json()
+    return [entry["path"] for entry in listed.get("files", [])]

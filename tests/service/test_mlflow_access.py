@@ -27,8 +27,14 @@ from search_spaces.mlflow_credentials import (
     write_credentials,
 )
 from search_spaces.settings import DicesweepSettings
-from sweep_service.mlflow_access import MlflowAccessError, OwnerAccess, OwnerCredentials
+from sweep_service.mlflow_access import (
+    PERMISSIONS,
+    MlflowAccessError,
+    OwnerAccess,
+    OwnerCredentials,
+)
 from sweep_service.mlflow_auth_server import ADMIN_USERNAME, AuthServerFiles, prepare_auth_server
+from sweep_service.owner_experiments import MARK_TAG
 from sweep_service.runner import CREDENTIALS_FILE, sign_in
 from tests.tcp_proxy import free_port
 from trainables.driver.parent import experiment_id
@@ -221,22 +227,6 @@ def test_provisioning_is_idempotent_and_refuses_what_cannot_be_a_user(
         wrong.ensure_owner("carol")
 
 
-def test_an_owner_s_experiment_made_first_by_another_user_is_taken_from_them(
-    auth_server: tuple[str, AuthServerFiles], access: OwnerAccess
-) -> None:
-    url, _ = auth_server
-    mallory = access.ensure_owner("mallory")
-    squatter = httpx.Client(base_url=url, auth=(mallory.username, mallory.password))
-    made = squatter.post("/api/2.0/mlflow/experiments/create", json={"name": "dicesweep/dave"})
-    assert made.status_code == 200, made.text  # any user may create an experiment
-    dave = access.ensure_owner("dave")
-    assert dave.experiment_id == made.json()["experiment_id"]
-    by_id = {"experiment_id": dave.experiment_id}
-    assert squatter.get("/api/2.0/mlflow/experiments/get", params=by_id).status_code == 403
-    owner = httpx.Client(base_url=url, auth=(dave.username, dave.password))
-    assert owner.get("/api/2.0/mlflow/experiments/get", params=by_id).status_code == 200
-
-
 def test_a_credential_file_others_may_read_is_refused(tmp_path: Path) -> None:
     path = write_credentials(tmp_path / "c", "alice", "secret")
     path.chmod(0o644)
@@ -258,7 +248,8 @@ def test_a_job_gets_its_owner_s_credential_as_a_file_and_its_driver_signs_in_wit
     url, _ = auth_server
     upload = tmp_path / "upload"
     upload.mkdir()
-    env = sign_in(access, upload, "dicesweep/carol")
+    env, carol_id = sign_in(access, upload, "dicesweep/carol")
+    assert carol_id == access.ensure_owner("carol").experiment_id
     sent = upload / CREDENTIALS_FILE
     assert sent.stat().st_mode & 0o777 == 0o600
     password = access.password("carol")
@@ -282,7 +273,9 @@ def test_a_job_gets_its_owner_s_credential_as_a_file_and_its_driver_signs_in_wit
     monkeypatch.chdir(tmp_path)
     client = MlflowClient(url)
     settings = DicesweepSettings(home=tmp_path / "home", mlflow_tracking_uri=url)
-    carol = experiment_id(client, settings, "dicesweep/carol")  # tags the admin's experiment
+    # The driver uses the id it is given, tagging the admin's experiment.
+    carol = experiment_id(client, settings, "dicesweep/carol", carol_id)
+    assert carol == carol_id
     run = client.create_run(carol)
     client.log_metric(run.info.run_id, "eval_f1", 0.25)
     assert client.get_run(run.info.run_id).data.metrics == {"eval_f1": 0.25}
@@ -307,3 +300,71 @@ def test_the_compose_check_s_isolation_assertion_holds_here_and_bites(
     assert seen["other owner: artifact"] == 403 and seen["anonymous: run"] == 401
     with pytest.raises(AssertionError, match="other owner"):
         check_isolation(url, bob, bob, run.json()["run"])
+
+
+@pytest.mark.parametrize("victim", ["dave", "erin"])
+def test_an_experiment_squatted_before_the_owner_s_key_is_moved_aside_never_adopted(
+    auth_server: tuple[str, AuthServerFiles],
+    access: OwnerAccess,
+    owners: dict[str, OwnerCredentials],
+    tmp_path: Path,
+    victim: str,
+) -> None:
+    """bob makes ``dicesweep/<victim>`` before the victim has a key, at a location he
+    reads (a ``file:`` folder; a folder of his own experiment's proxied artifacts), with
+    a planted run and a forged mark. Granting the victim moves it aside, revokes bob's
+    grants on it, and makes a fresh experiment at the server's default location, which
+    bob cannot read and the victim can."""
+    url, files = auth_server
+    bob = httpx.Client(base_url=url, auth=(owners["bob"].username, owners["bob"].password))
+    admin = httpx.Client(
+        base_url=url, auth=(ADMIN_USERNAME, files.admin_password_file.read_text().strip())
+    )
+    location = {
+        "dave": (tmp_path / "loot").as_uri(),
+        "erin": f"mlflow-artifacts:/{owners['bob'].experiment_id}/loot",
+    }[victim]
+    name = f"dicesweep/{victim}"
+    made = bob.post(
+        "/api/2.0/mlflow/experiments/create", json={"name": name, "artifact_location": location}
+    )
+    assert made.status_code == 200, made.text
+    squatted = str(made.json()["experiment_id"])
+    planted = bob.post("/api/2.0/mlflow/runs/create", json={"experiment_id": squatted})
+    assert planted.status_code == 200, planted.text
+    forged = {"experiment_id": squatted, "key": MARK_TAG, "value": "0" * 64}
+    assert (
+        bob.post("/api/2.0/mlflow/experiments/set-experiment-tag", json=forged).status_code == 200
+    )
+
+    granted = access.ensure_owner(victim)
+
+    assert granted.experiment_id != squatted
+    fresh = admin.get(
+        "/api/2.0/mlflow/experiments/get", params={"experiment_id": granted.experiment_id}
+    )
+    fresh_experiment = fresh.json()["experiment"]
+    assert fresh_experiment["name"] == name
+    assert fresh_experiment["artifact_location"] == f"mlflow-artifacts:/{granted.experiment_id}"
+    moved = admin.get("/api/2.0/mlflow/experiments/get", params={"experiment_id": squatted})
+    assert moved.json()["experiment"]["name"].startswith(f"{name} (moved aside ")
+    bob_on_moved = {"username": "bob", "resource_type": "experiment", "resource_id": squatted}
+    held = admin.get(f"{PERMISSIONS}/get", params=bob_on_moved)
+    assert held.status_code == 404 or held.json().get("permission") == "NO_PERMISSIONS", held.text
+    # The victim's run and artifact in the fresh experiment: the victim's, not bob's.
+    owner = httpx.Client(base_url=url, auth=(granted.username, granted.password))
+    run = owner.post("/api/2.0/mlflow/runs/create", json={"experiment_id": granted.experiment_id})
+    assert run.status_code == 200, run.text
+    run_id = run.json()["run"]["info"]["run_id"]
+    artifact = (
+        f"/api/2.0/mlflow-artifacts/artifacts/{granted.experiment_id}/{run_id}/artifacts/spec.yaml"
+    )
+    assert owner.put(artifact, content=b"name: the victim's spec\n").status_code == 200
+    assert bob.get(artifact).status_code == 403
+    assert bob.get("/api/2.0/mlflow/runs/get", params={"run_id": run_id}).status_code == 403
+    search = {"experiment_ids": [granted.experiment_id]}
+    searched = bob.post("/api/2.0/mlflow/runs/search", json=search)  # filtered, not refused
+    assert searched.status_code == 403 or not searched.json().get("runs"), searched.text
+    assert not (tmp_path / "loot").exists()  # nothing of the victim's at bob's location
+    # Marked: the next grant keeps it.
+    assert access.ensure_owner(victim).experiment_id == granted.experiment_id

@@ -32,12 +32,19 @@ from trainables.driver.mlflow_wait import through_outage
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 
 
-def experiment_id(client: Any, settings: DicesweepSettings, name: str = EXPERIMENT) -> str:
+def experiment_id(
+    client: Any, settings: DicesweepSettings, name: str = EXPERIMENT, known: str | None = None
+) -> str:
     """The experiment ``name`` (``dicesweep``, or an owner's ``dicesweep/<owner>``),
     created with an artifact folder under the home, marked as model training for the
     MLflow UI, with the saved chart view that shows the trials' charts first
-    (``CHART_VIEW_TAG``)."""
-    found = client.get_experiment_by_name(name)
+    (``CHART_VIEW_TAG``). ``known``: the id the service gives, the owner's experiment
+    as the service made it (``sweep_service.owner_experiments``): used as it is, never
+    looked up by name."""
+    if known is not None:
+        found = client.get_experiment(known)
+    else:
+        found = client.get_experiment_by_name(name)
     if found is not None:
         if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
             client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
@@ -117,11 +124,16 @@ def parent_run(client: Any, experiment: str, sweep_id: str, spec: SweepSpec) -> 
 
 
 def open_tracking(
-    settings: DicesweepSettings, sweep_id: str, spec: SweepSpec, experiment_name: str = EXPERIMENT
+    settings: DicesweepSettings,
+    sweep_id: str,
+    spec: SweepSpec,
+    experiment_name: str = EXPERIMENT,
+    known_experiment: str | None = None,
 ) -> tuple[Any, TrackingLink]:
-    """An MLflow client, and the link trials log through: experiment and parent run.
-    An MLflow server that does not answer is waited for, at most
-    ``settings.mlflow_outage_s``, with a notice on stderr (``through_outage``).
+    """An MLflow client, and the link trials log through: experiment (``known_experiment``
+    when the service names its id) and parent run. An MLflow server that does not
+    answer is waited for, at most ``settings.mlflow_outage_s``, with a notice on stderr
+    (``through_outage``).
 
     Raises:
         TrackingAwayError: MLflow did not answer within ``settings.mlflow_outage_s``.
@@ -135,7 +147,7 @@ def open_tracking(
         print(f"sweep {sweep_id}: {message}", file=sys.stderr, flush=True)
 
     def open_runs() -> TrackingLink:
-        experiment = experiment_id(client, settings, experiment_name)
+        experiment = experiment_id(client, settings, experiment_name, known_experiment)
         parent = parent_run(client, experiment, sweep_id, spec)
         return TrackingLink(tracking_uri=uri, experiment_id=experiment, parent_run_id=parent)
 

@@ -110,11 +110,13 @@ def run(
     num_cpus: int | None,
     started_at: float | None = None,
     experiment: str = EXPERIMENT,
+    experiment_id: str | None = None,
 ) -> int:
     """Run (or resume) the sweep of a validated ``spec``; returns the process exit code.
     ``started_at`` (seconds since the epoch; now when None) is when this run began, the
     progress display's clock's start unless the sweep is resumed; ``experiment`` is the
-    MLflow experiment its runs go to (the service names its owner's)."""
+    MLflow experiment its runs go to (the service names its owner's, and gives its id,
+    ``experiment_id``, where it made it)."""
     started_at = time.time() if started_at is None else started_at
     sweep_id = sweep_id or new_sweep_id(spec)
     log_file = settings.home / "logs" / f"{sweep_id}.log"
@@ -127,7 +129,7 @@ def run(
     # MLflow (import, store, parent run). The trials' libraries (torch, transformers)
     # are never imported here: only the workers that run trials need them.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tracking = pool.submit(open_tracking, settings, sweep_id, spec, experiment)
+        tracking = pool.submit(open_tracking, settings, sweep_id, spec, experiment, experiment_id)
         start_ray(settings, num_cpus, log_file)
         client, link = tracking.result()
     experiment, parent = link.experiment_id, link.parent_run_id
@@ -258,6 +260,9 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     parser.add_argument(
         "--experiment", default=EXPERIMENT, help="MLflow experiment (an owner's: dicesweep/NAME)"
     )
+    parser.add_argument(
+        "--experiment-id", help="the experiment's id, as the service made it: never looked up"
+    )
     args = parser.parse_args(argv)
     if len([x for x in (args.spec, args.preset, args.resolved_spec) if x]) != 1:
         parser.error("give exactly one of: a spec file, --preset, --resolved-spec")
@@ -271,4 +276,13 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     except (SpecError, SpecFileError) as error:
         print(error, file=sys.stderr)
         sys.exit(2)
-    sys.exit(run(spec, args.sweep_id, settings, args.num_cpus, started_at, args.experiment))
+    code = run(
+        spec,
+        args.sweep_id,
+        settings,
+        args.num_cpus,
+        started_at,
+        args.experiment,
+        args.experiment_id,
+    )
+    sys.exit(code)
