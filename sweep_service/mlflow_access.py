@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from mlflow.exceptions import MlflowException
+from mlflow.store.tracking.rest_store import RestStore
+from mlflow.utils.rest_utils import MlflowHostCreds
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -79,6 +82,9 @@ class OwnerAccess:
         self._http = httpx.Client(
             base_url=tracking_uri.rstrip("/"), auth=(admin_username, admin_password), timeout=30
         )
+        # Experiments through MLflow's own REST store, signed in as the admin.
+        creds = MlflowHostCreds(tracking_uri, username=admin_username, password=admin_password)
+        self._experiments = RestStore(lambda: creds)
 
     @classmethod
     def from_settings(cls, tracking_uri: str) -> OwnerAccess | None:
@@ -121,10 +127,12 @@ class OwnerAccess:
             self._call("POST", "/api/2.0/mlflow/users/create", json=user)
         else:  # kept in step with the admin's password
             self._call("PATCH", "/api/2.0/mlflow/users/update-password", json=user)
-        experiments = RestExperiments(self._call)
-        experiment = owner_experiment(
-            experiments, experiment_name(owner), self._secret.decode(), revoke=self._revoke_all
-        )
+        try:
+            experiment = owner_experiment(
+                self._experiments, experiment_name(owner), self._secret.decode(), self._revoke_all
+            )
+        except MlflowException as error:
+            raise MlflowAccessError(f"MLflow: the experiment of {owner!r}: {error}") from error
         self._grant_manage(owner, experiment)
         return OwnerCredentials(owner, password, experiment)
 
@@ -198,62 +206,3 @@ class OwnerAccess:
 
     def close(self) -> None:
         self._http.close()
-
-
-@dataclass(frozen=True)
-class FoundExperiment:
-    """An experiment as the REST API answers it (the fields ``owner_experiments`` reads)."""
-
-    experiment_id: str
-    name: str
-    artifact_location: str
-    lifecycle_stage: str
-    tags: dict[str, str]
-
-
-class RestExperiments:
-    """``owner_experiments.Experiments`` over the admin's REST calls (``OwnerAccess._call``)."""
-
-    def __init__(self, call: Any) -> None:
-        self._call = call
-
-    def get_experiment_by_name(self, name: str) -> FoundExperiment | None:
-        path = "/api/2.0/mlflow/experiments/get-by-name"
-        return self._found(self._call("GET", path, params={"experiment_name": name}))
-
-    def get_experiment(self, experiment_id: str) -> FoundExperiment | None:
-        path = "/api/2.0/mlflow/experiments/get"
-        return self._found(self._call("GET", path, params={"experiment_id": experiment_id}))
-
-    def create_experiment(self, name: str, artifact_location: str | None = None) -> str:
-        body = {"name": name}
-        if artifact_location is not None:
-            body["artifact_location"] = artifact_location
-        created = self._call("POST", "/api/2.0/mlflow/experiments/create", json=body)
-        assert created is not None  # only a 404 answers None
-        return str(created["experiment_id"])
-
-    def rename_experiment(self, experiment_id: str, new_name: str) -> None:
-        body = {"experiment_id": experiment_id, "new_name": new_name}
-        self._call("POST", "/api/2.0/mlflow/experiments/update", json=body)
-
-    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
-        body = {"experiment_id": experiment_id, "key": key, "value": value}
-        self._call("POST", "/api/2.0/mlflow/experiments/set-experiment-tag", json=body)
-
-    def restore_experiment(self, experiment_id: str) -> None:
-        body = {"experiment_id": experiment_id}
-        self._call("POST", "/api/2.0/mlflow/experiments/restore", json=body)
-
-    @staticmethod
-    def _found(answer: dict[str, Any] | None) -> FoundExperiment | None:
-        if answer is None:
-            return None
-        found = answer["experiment"]
-        return FoundExperiment(
-            experiment_id=str(found["experiment_id"]),
-            name=found["name"],
-            artifact_location=found.get("artifact_location", ""),
-            lifecycle_stage=found.get("lifecycle_stage", "active"),
-            tags={tag["key"]: tag.get("value", "") for tag in found.get("tags", [])},
-        )

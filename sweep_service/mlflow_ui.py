@@ -44,13 +44,14 @@ def embedded_owner_experiment(settings: DicesweepSettings, name: str) -> str:
     store, as the service made it (``owner_experiments``: marked under the embedded
     UI's admin password, its artifacts under the home's folder; one of that name that
     a user of ``dicesweep ui`` made is moved aside)."""
-    from mlflow.tracking import MlflowClient
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     files = embedded_auth(settings.home)
     secret = files.admin_password_file.read_text(encoding="utf-8").strip()
     settings.mlflow_artifact_root.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(str(settings.mlflow_tracking_uri))
-    return owner_experiment(client, name, secret, location=settings.mlflow_artifact_root.as_uri())
+    root = settings.mlflow_artifact_root.as_uri()
+    store = SqlAlchemyStore(str(settings.mlflow_tracking_uri), root)
+    return owner_experiment(store, name, secret, location=root)
 
 
 def owners_with_keys(settings: DicesweepSettings) -> list[str]:

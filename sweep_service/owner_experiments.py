@@ -13,9 +13,9 @@ owner's name without a valid mark is moved aside (renamed ``dicesweep/<owner>
 and a fresh one made; the event is logged. Drivers are given the experiment's id and
 never look an owner's experiment up by name.
 
-The same on a tracking server (``OwnerAccess``, over its REST API as the admin) and in
-the embedded store (an ``MlflowClient`` on SQLite, keyed with the embedded MLflow UI's
-admin password, ``sweep_service.mlflow_ui.embedded_auth``).
+The same on a tracking server (``OwnerAccess``: MLflow's REST store signed in as the
+admin) and in the embedded store (MLflow's SQLAlchemy store on the SQLite file, keyed
+with the embedded MLflow UI's admin password, ``sweep_service.mlflow_ui.embedded_auth``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
+
+from mlflow.entities import ExperimentTag
+from mlflow.store.tracking.abstract_store import AbstractStore
 
 log = logging.getLogger("dicesweep.experiments")
 
@@ -34,22 +37,6 @@ MARK_TAG = "dicesweep.made_by_service"
 # A second maker of the same name (the API and the reconciler at once): how long its
 # mark may take to appear before the experiment is judged unmarked.
 MARK_WAIT_S = 5.0
-
-
-class Experiments(Protocol):
-    """The few experiment calls this needs; ``MlflowClient`` has them."""
-
-    def get_experiment_by_name(self, name: str) -> Any: ...
-
-    def get_experiment(self, experiment_id: str) -> Any: ...
-
-    def create_experiment(self, name: str, artifact_location: str | None = None) -> str: ...
-
-    def rename_experiment(self, experiment_id: str, new_name: str) -> None: ...
-
-    def set_experiment_tag(self, experiment_id: str, key: str, value: str) -> None: ...
-
-    def restore_experiment(self, experiment_id: str) -> None: ...
 
 
 def mark(secret: str, experiment_id: str, name: str, location: str) -> str:
@@ -66,12 +53,11 @@ def is_marked(experiment: Any, secret: str) -> bool:
 
 
 def owner_experiment(
-    experiments: Experiments,
+    experiments: AbstractStore,
     name: str,
     secret: str,
-    *,
-    location: str | None = None,
     revoke: Callable[[str], None] | None = None,
+    location: str | None = None,
 ) -> str:
     """The id of experiment ``name`` as the service made it: the marked one, restored if
     deleted; else any unmarked one of that name moved aside (``revoke`` then called with
@@ -97,14 +83,14 @@ def owner_experiment(
             found.artifact_location,
             aside,
         )
-    made = experiments.create_experiment(name, artifact_location=location)
+    made = experiments.create_experiment(name, artifact_location=location, tags=[])
     created = experiments.get_experiment(made)
     value = mark(secret, str(made), name, created.artifact_location)
-    experiments.set_experiment_tag(made, MARK_TAG, value)
+    experiments.set_experiment_tag(made, ExperimentTag(MARK_TAG, value))
     return str(made)
 
 
-def _marked_soon(experiments: Experiments, name: str, secret: str) -> Any:
+def _marked_soon(experiments: AbstractStore, name: str, secret: str) -> Any:
     """The experiment ``name`` once marked, given ``MARK_WAIT_S`` (another of the
     service's processes may have just made it); as found at the end otherwise. One
     carrying a wrong mark is not waited for."""
