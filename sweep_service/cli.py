@@ -31,8 +31,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a sweep in the foreground with its live display; the table prints at the end."""
     started_at = time.time()  # the display's clock: from here, not after the imports
     from search_spaces.settings import DicesweepSettings, isolate_local_ray
+    from sweep_service.home import make_home_private
 
-    isolate_local_ray(DicesweepSettings())  # before the driver's modules import Ray
+    settings = DicesweepSettings()
+    make_home_private(settings.home)  # its MLflow store and results, its user's only
+    isolate_local_ray(settings)  # before the driver's modules import Ray
     from trainables.driver.run import main as run_sweep
 
     argv = ["--preset", args.preset] if args.preset else [args.spec]
@@ -156,8 +159,9 @@ def cmd_keys(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
     """``cmd_keys``'s work, in the store at ``settings.database_url``."""
     from sweep_service import store
+    from sweep_service.home import make_home_private
 
-    settings.home.mkdir(parents=True, exist_ok=True)
+    make_home_private(settings.home)
     store.upgrade(settings.database_url)
     sessions = store.create_session_factory(store.create_engine_for(settings.database_url))
     with sessions() as session:

@@ -30,6 +30,11 @@ HEAD_STOP_TIMEOUT_S = 60.0
 HF_TOKENS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 # Secrets the service may hold that no process it starts needs in its environment.
 SERVICE_SECRETS = ("DICESWEEP_API_KEY", "DICESWEEP_DATABASE_URL", *HF_TOKENS)
+# A one-machine Ray: `ray start` turns --node-ip-address=127.0.0.1 into the machine's
+# own address unless clusters are off (Ray's setting for Windows and macOS, where no
+# node may join), and its GCS, raylet, agents and metrics servers then bind every
+# interface; with them off the node's address stays loopback and each binds it.
+LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def _free_port() -> int:
@@ -48,7 +53,8 @@ def ray_executable() -> str:
 
 
 def head_command(dashboard_port: int, gcs_port: int) -> list[str]:
-    """``ray start --head --block`` on loopback, its Jobs API on ``dashboard_port``.
+    """``ray start --head --block`` on loopback (with ``LOOPBACK_ONLY`` in its
+    environment), its Jobs API on ``dashboard_port``.
     The GCS, client-server and agent ports are free ones, so the head never meets
     another service's default port (6379 is often Redis) or a second head here."""
     return [
@@ -135,15 +141,16 @@ def _terminate_with_parent() -> None:
 
 
 def _head_env() -> dict[str, str]:
-    """The service's environment less its secrets and its own settings: every job,
-    driver and trial on the head inherits it, and a job gets its settings by name
-    (``job_environment``)."""
+    """The service's environment less its secrets and its own settings, plus
+    ``LOOPBACK_ONLY``: every job, driver and trial on the head inherits it, and a job
+    gets its settings by name (``job_environment``)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in SERVICE_SECRETS and not k.startswith("DICESWEEP_")
     }
     env.pop("RAY_ADDRESS", None)  # a fresh head, never a join
+    env.update(LOOPBACK_ONLY)
     return env
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from search_spaces.settings import check_private, forwarded_settings
 from search_spaces.versions import SUBMITTER_ENV, skew, stack_versions
+from sweep_service.home import make_home_private
 from sweep_service.local_head import HEAD_START_TIMEOUT_S, HF_TOKENS, local_ray_head
 from sweep_service.mlflow_access import OwnerAccess
 from sweep_service.settings import ServiceSettings
@@ -84,24 +85,6 @@ def hf_token_file(home: Path) -> Path | None:
         written.write(token)
     check_private(path, "the Hugging Face token")
     return path
-
-
-# The home's stores: its user's only. (Ray's token is not made private here but
-# refused when others may read it: they may know it already.)
-PRIVATE_FILES = ("dicesweep.db", "mlflow.db")
-
-
-def make_home_private(home: Path) -> None:
-    """The home and what the service makes in it, its user's only: a umask of 077 for
-    this process and its children (the Ray head, drivers, trials), the home 0700, and
-    the stores a former version left readable, 0600."""
-    os.umask(0o077)
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    home.chmod(0o700)
-    for relative in PRIVATE_FILES:
-        for path in home.glob(f"{relative}*"):  # SQLite's -wal and -shm files too
-            if path.is_file() and path.stat().st_uid == os.getuid():
-                path.chmod(0o600)
 
 
 def cluster_ray_version(address: str) -> str:

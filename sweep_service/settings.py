@@ -27,6 +27,9 @@ class ServiceSettings(DicesweepSettings):
     # plus the reconciler's): more only queue on the GIL and the store (docs/benchmarks.md).
     api_threads: int = Field(8, ge=1, le=256)
     access_log: bool = False  # a log line per HTTP request (GET /metrics counts them anyway)
+    # The owners whose keys read GET /metrics, every owner's counts together (JSON list:
+    # DICESWEEP_METRICS_OWNERS='["ops"]'); the owner local of a loopback service too.
+    metrics_owners: list[str] = Field(default_factory=list)
     reconcile_interval_s: float = Field(2.0, gt=0)  # how often job states are polled
     max_resubmissions: int = Field(3, ge=0)  # a sweep whose driver died is resubmitted this often
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts

@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 
 from search_spaces.settings import MLFLOW_UI_FILE, DicesweepSettings
+from sweep_service.home import make_home_private
 from sweep_service.mlflow_ui import protect_embedded_ui
 
 UI_STOP_GRACE_S = 3.0  # the UI's server waits on open browser connections past this
@@ -32,6 +33,7 @@ def serve_ui(host: str, port: int) -> int:
     if store.startswith(("http://", "https://")):
         say(f"the sweeps' store is the MLflow server {store}; its UI: {settings.mlflow_ui}")
         return 0
+    make_home_private(settings.home)  # the UI's server makes the store if it is new
     url = f"http://{host}:{port}"
     command = [
         sys.executable,

@@ -58,6 +58,9 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served offline by sweep_service.web.docs
         redoc_url=None,
+        # No redirect from a path with a trailing slash: Starlette builds its Location
+        # from the Host header, which the client names. The routers join this one.
+        redirect_slashes=False,
     )
     metrics = ApiMetrics()
     app.state.services = Services(

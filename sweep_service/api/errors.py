@@ -42,6 +42,7 @@ STATUS_BY_CODE: Final[dict[str, int]] = {
     "quota_exceeded": 429,
     "too_many_failures": 429,  # wrong API keys from one client, too many in a window
     "authentication_failed": 401,
+    "forbidden": 403,  # a route for the operator's owners only (GET /metrics)
     "invalid_argument": 400,  # e.g. a page token no earlier page gave
     # The API's own.
     "invalid_spec": 422,  # the sweep spec, its data sets or its model path

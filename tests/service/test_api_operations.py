@@ -12,12 +12,13 @@ from fastapi.testclient import TestClient
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from sqlalchemy import create_engine
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from search_spaces.presets import preset_names
 from sweep_service.api import create_app
 from sweep_service.settings import ServiceSettings
-from tests.service.api_fixtures import Api, FakeRunner, MakeApi
+from sweep_service.store import Owner, create_api_key
+from tests.service.api_fixtures import Api, FakeRunner, MakeApi, bearer
 
 
 def test_search_spaces_list_every_preset_with_its_trial_count(api: Api) -> None:
@@ -102,6 +103,29 @@ def test_metrics_count_requests_by_route_template_and_submissions(api: Api) -> N
     assert "dicesweep_http_request_duration_seconds_bucket" in text
     assert "dicesweep_sweeps_submitted_total 1.0" in text
     assert "sw-missing" not in text
+
+
+def test_metrics_answer_only_the_owners_the_operator_names(
+    make_api: MakeApi, session: Session, alice: Owner, bob: Owner
+) -> None:
+    # Every owner's requests and submissions are counted together: an owner's key
+    # alone does not show them.
+    api = make_api(metrics_owners=["alice"])
+    operator = bearer(create_api_key(session, alice.id).plain_key)
+    other = bearer(create_api_key(session, bob.id).plain_key)
+    assert (
+        api.client.post("/v1/sweeps", json={"extends": "smoke"}, headers=other).status_code == 201
+    )
+    refused = api.client.get("/metrics", headers=other)
+    assert refused.status_code == 403
+    assert refused.json() == {
+        "detail": "GET /metrics answers only the owners DICESWEEP_METRICS_OWNERS names",
+        "code": "forbidden",
+    }
+    shown = api.client.get("/metrics", headers=operator)
+    assert shown.status_code == 200
+    assert "dicesweep_sweeps_submitted_total 1.0" in shown.text
+    assert "bob" not in shown.text and "alice" not in shown.text
 
 
 def test_openapi_has_an_example_body_per_preset(api: Api) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import subprocess
 import sys
 from importlib import metadata
@@ -25,6 +26,26 @@ def dicesweep(home: Path, *args: str, **settings: str) -> subprocess.CompletedPr
         text=True,
         timeout=120,
         check=False,
+    )
+
+
+def test_the_first_key_makes_the_home_and_its_stores_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"  # made by this command, before any dicesweep serve
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
+    created = subprocess.run(
+        [sys.executable, "-m", "sweep_service.cli", "keys", "create", "--owner", "alice"],
+        env={**env, "DICESWEEP_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        umask=0o022,  # a usual login's: what the command leaves is its own doing
+    )
+    assert created.returncode == 0, created.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    stores = [home / "dicesweep.db", home / "mlflow.db"]
+    assert {path: stat.S_IMODE(path.stat().st_mode) for path in stores} == dict.fromkeys(
+        stores, 0o600
     )
 
 

@@ -91,6 +91,15 @@ def test_every_answer_carries_the_security_headers(api: Api) -> None:
         assert api.client.get(source).status_code == 200, source
 
 
+def test_a_trailing_slash_is_not_redirected_to_the_host_the_request_named(api: Api) -> None:
+    # Starlette's redirect would build its Location from the Host header.
+    for path in ("/v1/sweeps/", "/v1/search-spaces/", "/docs/", "/login/", "/metrics/"):
+        answer = api.client.get(path, headers={"host": "evil.example"}, follow_redirects=False)
+        assert answer.status_code == 404, path
+        assert "location" not in answer.headers, path
+        assert answer.json() == {"detail": "Not Found", "code": "not_found"}
+
+
 def test_a_sign_in_posted_from_another_site_is_refused(
     api: Api, session: Session, alice: Owner
 ) -> None:

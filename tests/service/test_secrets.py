@@ -67,6 +67,7 @@ def test_no_secret_leaves_its_place_during_a_sweep(
     hf_token = f"hf_{secrets.token_hex(16)}"
     # Set for the service, as an operator would: the client's key, the hub's token.
     service.env.update(DICESWEEP_API_KEY=api_key, HF_TOKEN=hf_token)
+    service.env["DICESWEEP_METRICS_OWNERS"] = '["alice"]'  # its /metrics is read below
     service.start()
     try:
         ray_token = (short_home / "ray" / "auth_token").read_text().strip()
@@ -92,7 +93,9 @@ def test_no_secret_leaves_its_place_during_a_sweep(
         answers.append(submitted.text)
         wait(finished, 420, "the smoke sweep")
         for path in (f"/v1/sweeps/{sweep_id}/trials", "/v1/sweeps", "/metrics", "/openapi.json"):
-            answers.append(service.http.get(path, headers=headers).text)
+            answer = service.http.get(path, headers=headers)
+            assert answer.status_code == 200, path
+            answers.append(answer.text)
         refused = service.http.get("/v1/sweeps", headers={"Authorization": f"Bearer {api_key}x"})
         answers.append(refused.text)
         # What the cluster shows of the sweep's job: its runtime environment included.

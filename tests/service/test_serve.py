@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sweep_service import local_head
@@ -18,6 +21,62 @@ def test_the_head_listens_on_loopback_on_the_ports_given(tmp_path: Path) -> None
     assert "--dashboard-port=8123" in command and "--port=9123" in command
     assert "--dashboard-host=127.0.0.1" in command
     assert Path(command[0]).name == "ray"
+
+
+# The head's servers, by a word of their command lines: each listens once it is up.
+HEAD_SERVERS = (
+    "gcs_server",
+    "raylet",
+    "dashboard.py",
+    "ray::DashboardAgent",
+    "ray::RuntimeEnvAgent",
+    "ray.util.client.server",
+    "monitor.py",
+)
+
+
+def listening_sockets(root: psutil.Process) -> dict[str, set[str]]:
+    """The addresses each listening process under ``root`` is bound to, by its server's
+    name in ``HEAD_SERVERS`` (another's by its command line)."""
+    processes = {child.pid: child for child in root.children(recursive=True)}
+    bound: dict[str, set[str]] = {}
+    for connection in psutil.net_connections(kind="inet"):
+        if connection.status != psutil.CONN_LISTEN or connection.pid not in processes:
+            continue
+        try:
+            command = " ".join(processes[connection.pid].cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        name = next((server for server in HEAD_SERVERS if server in command), command)
+        bound.setdefault(name, set()).add(connection.laddr.ip)
+    return bound
+
+
+def is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
+
+
+def test_the_real_head_listens_on_loopback_only(
+    short_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.setenv(variable, "")  # what isolate_ray sets is undone afterwards
+        monkeypatch.delenv(variable)
+    settings = ServiceSettings(
+        home=short_home, datasets_dir=short_home / "datasets", ray_dashboard_port=0
+    )
+    with local_head.local_ray_head(settings):
+        # The node's agents start listening after the Jobs API answers.
+        deadline = time.monotonic() + 120
+        while set(HEAD_SERVERS) - set(bound := listening_sockets(psutil.Process())):
+            assert time.monotonic() < deadline, f"not listening yet: {bound}"
+            time.sleep(1)
+        time.sleep(2)  # a server binding a second port just after its first
+        bound = listening_sockets(psutil.Process())
+    wide = {name: ips for name, ips in bound.items() if not all(map(is_loopback, ips))}
+    assert not wide, f"listening beyond loopback: {wide}"
 
 
 def fake_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exits_first: int) -> None:
