@@ -36,7 +36,10 @@ def legend(table: pd.DataFrame) -> str:
     """What a table's cells mean, in one sentence: its metric, the seeds, the
     baseline of the deltas and the marks."""
     attrs = table.attrs
-    text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
+    seeds = seed_phrase(table)
+    if seeds is None:
+        return f"{attrs['metric']}: no scored seed."
+    text = f"{attrs['metric']}: mean ± std over {seeds}"
     if attrs.get("sequential"):
         ran = " or ".join(map(str, sorted({e["seeds"] for e in attrs["sequential"].values()})))
         text = (
