@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.errors import SpecError, SpecIssue, brief
+from search_spaces.plural import counted
 from search_spaces.presets import apply_extends, preset_names, shared_presets
 from search_spaces.spec import SweepSpec
 from search_spaces.spec_width import check_width
@@ -205,14 +206,14 @@ def derived_description(spec: SweepSpec) -> str:
     datasets = ", ".join(dataset_label(dataset) for dataset in spec.task.dataset)
     kind = f" ({spec.task.kind})" if spec.task.kind else ""
     seeds, trials, stages = len(spec.seed_list), trial_count(spec), stage_counts(spec)
-    counted = f"{trials} trial{'s' if trials != 1 else ''}"
+    counts = counted(trials, "trial")
     if "tune" in stages:
-        counted += f": {stages['tune']} in stage 1 + {stages['final']} in stage 2"
-    seeded = f"{seeds} seed{'s' if seeds != 1 else ''}"
+        counts += f": {stages['tune']} in stage 1 + {stages['final']} in stage 2"
+    seeded = counted(seeds, "seed")
     if spec.seeds_until is not None:
         rule = spec.seeds_until.describe().removeprefix("until decided: ")
-        seeded, counted = f"seeds until decided ({rule})", f"at most {counted}"
-    return f"{_listed(losses)} on {datasets}{kind}, {spec.model}, {seeded} ({counted})"
+        seeded, counts = f"seeds until decided ({rule})", f"at most {counts}"
+    return f"{_listed(losses)} on {datasets}{kind}, {spec.model}, {seeded} ({counts})"
 
 
 def _listed(words: list[str]) -> str:

@@ -187,14 +187,17 @@ def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
             for line in sign_in:
                 print(line, file=sys.stderr)
         elif args.action == "list":
-            owner = store.get_owner_by_name(session, args.owner)
-            keys = store.list_api_keys(session, owner.id)
+            owner_id = (
+                None if args.owner is None else store.get_owner_by_name(session, args.owner).id
+            )
+            keys = store.list_api_keys(session, owner_id)
             if args.json:
                 print(json.dumps([_key_json(key) for key in keys], indent=2))
                 return
             for key in keys:
                 revoked = f" revoked {key.revoked_at:%Y-%m-%d}" if key.revoked_at else ""
-                print(f"{key.prefix}  created {key.created_at:%Y-%m-%d %H:%M}{revoked}")
+                created = f"created {key.created_at:%Y-%m-%d %H:%M}"
+                print(f"{key.prefix}  {key.owner.name}  {created}{revoked}")
         else:
             store.revoke_api_key(session, args.prefix)
 
@@ -202,7 +205,12 @@ def _keys(args: argparse.Namespace, settings: DicesweepSettings) -> None:
 def _key_json(key: ApiKey) -> dict[str, Any]:
     """An API key as ``keys list --json`` prints it: never the key, only its prefix."""
     revoked = key.revoked_at.isoformat() if key.revoked_at else None
-    return {"prefix": key.prefix, "created_at": key.created_at.isoformat(), "revoked_at": revoked}
+    return {
+        "prefix": key.prefix,
+        "owner": key.owner.name,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": revoked,
+    }
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -284,7 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--json", action="store_true", help=JSON_HELP)
         if name == "status":
             command.add_argument("--log", action="store_true", help="print its driver's log too")
-    keys = sub.add_parser("keys", help="API keys: create OWNER, list OWNER, revoke PREFIX")
+    keys = sub.add_parser(
+        "keys", help="API keys: create --owner NAME, list [--owner NAME], revoke PREFIX"
+    )
     keys_sub = keys.add_subparsers(dest="action", required=True)
     create = keys_sub.add_parser("create", help="a new key for an owner (created if new)")
     create.add_argument("--owner", required=True)
@@ -299,9 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
             type=kind,
             help="set the owner's quota (new or existing owner)",
         )
-    owned = keys_sub.add_parser("list", help="an owner's keys")
-    owned.add_argument("--owner", required=True)
-    owned.add_argument("--json", action="store_true", help="prefixes and dates as JSON")
+    owned = keys_sub.add_parser("list", help="every owner's keys, or one owner's")
+    owned.add_argument("--owner", help="this owner's keys only")
+    owned.add_argument("--json", action="store_true", help="prefixes, owners and dates as JSON")
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("prefix")
     keys.set_defaults(handler=cmd_keys)

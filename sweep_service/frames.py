@@ -27,6 +27,8 @@ TRIAL_FIELDS = (
     "mlflow_run",
 )
 CURVE_COLUMNS = ("curve", "trials", "mean", "std")
+# A table cell's intervals: ``[low, high]`` or None each, kept so rather than made NaN.
+INTERVALS = ("ci", "resolvable_range")
 
 
 def _numeric(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
@@ -71,8 +73,9 @@ def grid_frame(table: Mapping[str, Any]) -> pd.DataFrame:
     columns key's values under their names (``loss``, ``dataset``), then ``mean``,
     ``std``, ``count`` (runs), ``seeds`` (distinct), ``delta``, ``p_value``,
     ``resolvable`` and the cell's flags (``degenerate``: how many of its trials are),
-    numbers typed; where the rows are losses of a two-stage sweep, each setting stage 1
-    chose as ``tuned_<name>``. ``attrs`` keeps the table's other fields (``metric``,
+    numbers typed, and ``INTERVALS`` as the API gives them (``[low, high]`` or None);
+    where the rows are losses of a two-stage sweep, each setting stage 1 chose as
+    ``tuned_<name>``. ``attrs`` keeps the table's other fields (``metric``,
     ``rows_key``, ``cols_key``, ``baseline``, ``title``, ``seeds``, ``failed``...)."""
     rows_key, cols_key = table["rows_key"], table["cols_key"]
     records = [
@@ -81,7 +84,8 @@ def grid_frame(table: Mapping[str, Any]) -> pd.DataFrame:
         for cell in table["cells"]
     ]
     frame = pd.DataFrame.from_records(records)
-    frame = _numeric(frame, [c for c in frame.columns if c not in (rows_key, cols_key)])
+    numeric = [c for c in frame.columns if c not in (rows_key, cols_key, *INTERVALS)]
+    frame = _numeric(frame, numeric)
     tuned = (table.get("tuned") or {}) if rows_key == "loss" else {}
     for label, settings in tuned.items():
         for name, value in settings.items():

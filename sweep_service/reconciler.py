@@ -85,6 +85,16 @@ class TrackingUnavailableError(RuntimeError):
     """MLflow did not answer a read or a write of the reconciler."""
 
 
+def _cancelled_message(sweep: Sweep) -> str:
+    """A cancelled sweep's message, from its trials as the last read of its progress
+    counted them: stopped while some ran, or before any had."""
+    if sweep.trials_running:
+        return "cancelled on request: its running trials were stopped"
+    if sweep.trials_done or sweep.trials_failed or sweep.trials_stopped:
+        return "cancelled on request: no trial was running"
+    return "cancelled on request before any trial ran"
+
+
 def driver_failed_for_good(message: str) -> bool:
     """Whether a failed job's message shows the driver exiting with a final code."""
     match = _EXIT_CODE.search(message)
@@ -214,7 +224,7 @@ class Reconciler:
                     sweep.id,
                     SweepStatus.CANCELLED,
                     job_status=state,
-                    message="cancelled on request: its running trials were stopped",
+                    message=_cancelled_message(sweep),
                 )
             return
         if state is JobState.RUNNING:

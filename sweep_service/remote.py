@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sweep_service.client import Client, Sweep
+from sweep_service.client import FINISHED, Client, Sweep
 from sweep_service.progress_bar import NO_TRIAL_LEARNED, TrialsBar
 
 
@@ -104,7 +104,7 @@ def _summary(sweep: dict[str, Any], page: str, failed: bool) -> None:
             f"{counts['done']} done, {counts['running']} running, {counts['failed']} failed, "
             f"{counts['pending']} pending of {sweep['trial_count']}",
         ),
-        ("best", _best(best) if best else "none yet"),
+        ("best", _best(best) if best else _no_best(sweep)),
         ("message", "" if failed else sweep.get("message") or ""),
         ("page", page),
         ("mlflow", sweep["links"].get("mlflow_run") or ""),
@@ -112,6 +112,15 @@ def _summary(sweep: dict[str, Any], page: str, failed: bool) -> None:
     for label, value in lines:
         if value:
             print(f"{label + ':':<8} {value}")
+
+
+def _no_best(sweep: dict[str, Any]) -> str:
+    """``status``'s best line without a best trial: ``none yet`` while the sweep runs,
+    ``none (the sweep ended)`` once it has, naming why where trials were done."""
+    if sweep["status"] not in FINISHED:
+        return "none yet"
+    learned = f"; {NO_TRIAL_LEARNED}" if sweep["trials"]["done"] else ""
+    return f"none (the sweep ended{learned})"
 
 
 def _best(best: dict[str, Any]) -> str:

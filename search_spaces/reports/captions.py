@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.plural import counted
 from search_spaces.reports.formats import format_value
 from search_spaces.reports.notes import mark_lines, precision_line, tuned_text
 from search_spaces.reports.paper_beside import paper_lines
@@ -35,7 +36,10 @@ def legend(table: pd.DataFrame) -> str:
     """What a table's cells mean, in one sentence: its metric, the seeds, the
     baseline of the deltas and the marks."""
     attrs = table.attrs
-    text = f"{attrs['metric']}: mean ± std over {seed_phrase(table)}"
+    seeds = seed_phrase(table)
+    if seeds is None:
+        return f"{attrs['metric']}: no scored seed."
+    text = f"{attrs['metric']}: mean ± std over {seeds}"
     if attrs.get("sequential"):
         ran = " or ".join(map(str, sorted({e["seeds"] for e in attrs["sequential"].values()})))
         text = (
@@ -53,11 +57,11 @@ def legend(table: pd.DataFrame) -> str:
         deltas = len(attrs.get("p_raw") or {})
         return text + (
             f"; ‡ p < 0.01, † p < 0.05 on the cells the rule decided (its repeated p-values,"
-            f" Holm-adjusted over the table's {deltas} Δ{'s' if deltas != 1 else ''}): "
+            f" Holm-adjusted over the table's {counted(deltas, 'Δ')}): "
             "seeds until decided, each Δ paired with the baseline's seeds."
         )
     if tested:
-        count = f"{len(tested)} tested Δ" + ("s" if len(tested) > 1 else "")
+        count = counted(len(tested), "tested Δ")
         text += (
             f"; ‡ p < 0.01, † p < 0.05 (paired t-test against {attrs['baseline']} over seeds,"
             f" Holm-adjusted over the table's {count})"

@@ -66,12 +66,12 @@ def to_json(table: pd.DataFrame) -> str:
     ``datasets``, ``rows``, ``columns`` and ``cells`` (one object per cell: row,
     column, ``STATS``, the paired test's raw ``p_value``, its Holm-adjusted ``p_holm``,
     the Δ's 95% interval ``ci`` and the smallest difference it detects at 80% power,
-    ``resolvable``, with its 95% range, ``resolvable_range``, where there is
-    one; NaN as null; how many of its trials are constant, ``degenerate``, and below
-    no-skill, ``below_no_skill``; seeds until decided, ``stopped``: the look, seeds,
-    verdict, reason, repeated ``ci`` and ``p`` where the cell stopped, its ``ci`` and
-    ``p_value`` the repeated ones); ``seeds_until`` names the rule; ``failed`` lists
-    the failed trials."""
+    ``resolvable``, with its 95% range, ``resolvable_range``; each interval ``[low,
+    high]``, null where there is none; NaN as null; how many of its trials are
+    constant, ``degenerate``, and below no-skill, ``below_no_skill``; seeds until
+    decided, ``stopped``: the look, seeds, verdict, reason, repeated ``ci`` and ``p``
+    where the cell stopped, its ``ci`` and ``p_value`` the repeated ones);
+    ``seeds_until`` names the rule; ``failed`` lists the failed trials."""
     attrs = table.attrs
     p_values = attrs.get("p_raw") or {}
     adjusted = attrs.get("significance") or {}
@@ -94,9 +94,9 @@ def to_json(table: pd.DataFrame) -> str:
                 **{stat: line[stat] for stat in STATS},
                 "p_value": _number(p_value),
                 "p_holm": _number(adjusted.get((row, column))),
-                "ci": [_number(v) for v in intervals.get((row, column), ())] or None,
+                "ci": _bounds(intervals.get((row, column))),
                 "resolvable": _number(resolvable.get((row, column))),
-                "resolvable_range": [_number(v) for v in ranges.get((row, column), ())] or None,
+                "resolvable_range": _bounds(ranges.get((row, column))),
                 "degenerate": int(degenerate.get((row, column), 0)),
                 "below_no_skill": int(below.get((row, column), 0)),
                 **({"stopped": _stopped(ends.get((row, column)))} if ends else {}),
@@ -120,6 +120,14 @@ def _stopped(end: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
+
+
+def _bounds(bounds: tuple[float, float] | None) -> list[float] | None:
+    """An interval as ``[low, high]``, or None where it is unknown (no test, or a bound
+    NaN): never a list holding nulls."""
+    if bounds is None or any(math.isnan(bound) for bound in bounds):
+        return None
+    return [float(bound) for bound in bounds]
 
 
 def _plain(value: Any) -> Any:

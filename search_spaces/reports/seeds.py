@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.plural import counted
+
 
 def _stat(table: pd.DataFrame, stat: str) -> list[int]:
     """The non-empty cells' ``stat`` (``count``: runs, ``seeds``: distinct seeds)."""
@@ -19,10 +21,10 @@ def _stat(table: pd.DataFrame, stat: str) -> list[int]:
     return [int(v) for v in values if v is not None and not math.isnan(float(v))]
 
 
-def seed_phrase(table: pd.DataFrame) -> str:
-    """``"3 seed(s)"`` (the most a cell holds) when every run of a cell has a seed of
+def seed_phrase(table: pd.DataFrame) -> str | None:
+    """``"3 seeds"`` (the most a cell holds) when every run of a cell has a seed of
     its own, else what the runs repeat: ``"2 runs of seed 0"``, ``"4 runs of seeds 0, 1
-    (runs repeat seeds)"``.
+    (runs repeat seeds)"``; None when no cell holds a scored run (every trial constant).
 
     ``table`` is a ``pivot_table`` result: stats ``count`` (runs) and ``seeds``
     (distinct seeds) per cell, ``attrs["seeds"]`` every seed in it.
@@ -30,9 +32,9 @@ def seed_phrase(table: pd.DataFrame) -> str:
     runs = _stat(table, "count")
     seeds = _stat(table, "seeds") if "seeds" in table.columns.get_level_values("stat") else runs
     if not runs:
-        return "0 seed(s)"
+        return None
     if runs == seeds:
-        return f"{max(seeds)} seed(s)"
+        return counted(max(seeds), "seed")
     every: list[Any] = list(table.attrs.get("seeds") or [])
     if len(every) == 1:
         return f"{max(runs)} runs of seed {every[0]}"

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.plural import counted
+
 
 def tested_metric(metric: str) -> str:
     """The test split's name of an evaluation metric: ``eval_f1`` -> ``test_f1``."""
@@ -53,7 +55,7 @@ def tested_line(table: pd.DataFrame, label: Callable[[Any], str]) -> str | None:
     def shown(entry: dict[str, Any]) -> str:
         spread = "" if entry["std"] is None else f" ± {entry['std']:.2f}"
         where = f"{label(entry['row'])} on {label(entry['column'])}"
-        trials = f"{entry['trials']} trial" + ("s" if entry["trials"] > 1 else "")
+        trials = counted(entry["trials"], "trial")
         return f"{where} {entry['mean']:.2f}{spread} ({trials})"
 
     return f"Test split, the reported checkpoint ({name}): " + "; ".join(map(shown, scores)) + "."

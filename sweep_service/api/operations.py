@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from search_spaces.checks import dataset_issues, model_issues, spec_size
 from search_spaces.data_roots import confined_roots
 from search_spaces.errors import SpecError, SpecIssue
+from search_spaces.plural import counted
 from search_spaces.resolve import resolve_submission
 from search_spaces.spec import SweepSpec
 from sweep_service.api.errors import ApiError
@@ -73,14 +74,15 @@ def resource_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> li
         return issues
     field = "gpus_per_trial" if resources.gpus_per_trial > 0 else "cpus_per_trial"
     has = "; ".join(
-        f"{node.get('CPU', 0.0):g} CPUs, {node.get('GPU', 0.0):g} GPUs" for node in nodes
+        f"{counted(node.get('CPU', 0.0), 'CPU')}, {counted(node.get('GPU', 0.0), 'GPU')}"
+        for node in nodes
     )
     return [
         *issues,
         SpecIssue(
             f"resources.{field}",
-            f"a trial asks for {wanted['CPU']:g} CPUs and {wanted['GPU']:g} GPUs; no node of "
-            f"the cluster has them (its nodes: {has})",
+            f"a trial asks for {counted(wanted['CPU'], 'CPU')} and "
+            f"{counted(wanted['GPU'], 'GPU')}; no node of the cluster has them (its nodes: {has})",
         ),
     ]
 

@@ -113,9 +113,12 @@ def revoke_api_key(session: Session, prefix: str, *, now: datetime | None = None
     return api_key
 
 
-def list_api_keys(session: Session, owner_id: int) -> list[ApiKey]:
-    """Owner ``owner_id``'s keys, revoked ones included, oldest first."""
-    query = select(ApiKey).where(ApiKey.owner_id == owner_id).order_by(ApiKey.id)
+def list_api_keys(session: Session, owner_id: int | None = None) -> list[ApiKey]:
+    """Owner ``owner_id``'s keys, or every owner's when it is None, revoked ones
+    included, oldest first, each with its ``owner`` loaded."""
+    query = select(ApiKey).options(joinedload(ApiKey.owner)).order_by(ApiKey.id)
+    if owner_id is not None:
+        query = query.where(ApiKey.owner_id == owner_id)
     return list(session.scalars(query))
 
 

@@ -139,7 +139,7 @@ def test_markdown(table: pd.DataFrame) -> None:
     assert "**83.00 ± 1.73 (+1.00)**" in text
     assert "**76.00 ± 1.73 (+5.00)**" in text
     assert "| focal(gamma=2) | 79.00 (-3.00)" in text
-    assert "eval_f1: mean ± std over 3 seed(s) (Δ against ce); best per column in bold." in text
+    assert "eval_f1: mean ± std over 3 seeds (Δ against ce); best per column in bold." in text
 
 
 def test_significance_marks_follow_the_paired_test(rows: pd.DataFrame) -> None:
@@ -167,7 +167,7 @@ def test_significance_marks_follow_the_paired_test(rows: pd.DataFrame) -> None:
 def test_html_escapes_and_marks(rows: pd.DataFrame) -> None:
     table = paper_table(rows.assign(dataset="mrpc"))
     html = to_html(with_failures(table, [FAILED]))
-    assert html.startswith('<table class="grid"><caption>eval_f1: mean ± std over 3 seed(s)')
+    assert html.startswith('<table class="grid"><caption>eval_f1: mean ± std over 3 seeds')
     assert "<th>+positive&amp;negative</th>" in html
     assert "<td><strong>76.00 ± 1.73 (+5.00)</strong><sup>†</sup></td>" in html
     assert "<td>82.00 ± 2.00</td>" in html
@@ -194,8 +194,7 @@ def test_latex_is_a_booktabs_table_with_caption_and_label(table: pd.DataFrame) -
     assert "\\midrule" in text
     assert "ce & 82.00 $\\pm$ 2.00 & 71.00 $\\pm$ 1.00 \\\\" in text
     assert (
-        "\\caption{table8 mrpc: eval\\_f1: mean $\\pm$ std over 3 seed(s) ($\\Delta$ against"
-        in text
+        "\\caption{table8 mrpc: eval\\_f1: mean $\\pm$ std over 3 seeds ($\\Delta$ against" in text
     )
     assert text.endswith("\\bottomrule\n\\end{tabular}\n\\caption{" + text.split("\\caption{")[1])
     assert "\\label{tab:table8-mrpc}\n\\end{table}\n" in text

@@ -400,7 +400,7 @@ def test_a_trial_no_node_can_hold_is_refused_at_submission_naming_what_the_clust
     [issue] = refused.json()["detail"]
     assert issue["loc"] == ["body", "resources", "gpus_per_trial"]
     assert issue["msg"] == (
-        "a trial asks for 1 CPUs and 1 GPUs; no node of the cluster has them "
+        "a trial asks for 1 CPU and 1 GPU; no node of the cluster has them "
         "(its nodes: 2 CPUs, 0 GPUs)"
     )
     too_wide = api.client.post("/v1/sweeps", json={**SMOKE, "resources": {"cpus_per_trial": 4}})

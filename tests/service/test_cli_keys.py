@@ -3,6 +3,7 @@ commands that talk to a service say in one line when it is not there."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -65,6 +66,32 @@ def test_create_list_and_revoke_a_key(tmp_path: Path) -> None:
     with sessions() as session, pytest.raises(store.AuthenticationError):
         store.authenticate(session, plain)
     assert "revoked" in dicesweep(tmp_path, "keys", "list", "--owner", "alice").stdout
+
+
+def test_keys_list_names_every_owners_keys_and_an_owner_without_keys_lists_none(
+    tmp_path: Path,
+) -> None:
+    none_json = dicesweep(tmp_path, "keys", "list", "--json")  # a store with no key
+    assert (none_json.returncode, none_json.stdout.strip()) == (0, "[]"), none_json.stderr
+    none_text = dicesweep(tmp_path, "keys", "list")
+    assert (none_text.returncode, none_text.stdout) == (0, "")
+    for owner in ("alice", "bob"):
+        assert dicesweep(tmp_path, "keys", "create", "--owner", owner).returncode == 0
+    url = f"sqlite:///{tmp_path / 'dicesweep.db'}"
+    with store.create_session_factory(store.create_engine_for(url))() as session:
+        store.create_owner(session, "carol")  # an owner with no key, as the service's "local"
+    listed = dicesweep(tmp_path, "keys", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [key["owner"] for key in json.loads(listed.stdout)] == ["alice", "bob"]
+    text = dicesweep(tmp_path, "keys", "list").stdout.splitlines()
+    assert [line.split()[1] for line in text] == ["alice", "bob"]
+    carol = dicesweep(tmp_path, "keys", "list", "--owner", "carol", "--json")
+    assert (carol.returncode, carol.stdout.strip()) == (0, "[]")
+    carol_text = dicesweep(tmp_path, "keys", "list", "--owner", "carol")
+    assert (carol_text.returncode, carol_text.stdout) == (0, "")
+    unknown = dicesweep(tmp_path, "keys", "list", "--owner", "dave")
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.stderr == "dicesweep keys: no owner named 'dave'\n"
 
 
 def test_a_service_that_is_not_there_is_one_line_naming_the_address(tmp_path: Path) -> None:

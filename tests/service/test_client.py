@@ -137,3 +137,35 @@ def test_ctrl_c_stops_the_waiting_not_the_sweep(
     assert f"stopped waiting; sweep {sweep.id} goes on running on the service" in said
     assert "trials:" in said  # the bar was drawn
     assert client.sweep(sweep.id).status == "pending"
+
+
+def test_a_resolvable_range_is_two_numbers_or_none_in_the_json_and_the_frame(
+    client: Client, session: Session, alice: Owner, tracking: MlflowClient
+) -> None:
+    # mrpc: dsc paired with ce at three seeds; ud_en_ewt: at one; ce is never tested.
+    f1 = {
+        ("ce", "mrpc"): (80.0, 81.0, 82.0),
+        ("dsc", "mrpc"): (81.0, 81.5, 83.0),
+        ("ce", "ud_en_ewt"): (80.0,),
+        ("dsc", "ud_en_ewt"): (81.0,),
+    }
+    trials = [
+        FakeTrial({"name": loss}, seed=seed, dataset=dataset, eval_f1=value)
+        for (loss, dataset), values in f1.items()
+        for seed, value in enumerate(values)
+    ]
+    stored = create_sweep(session, alice.id, make_draft(trials=len(trials))).sweep
+    write_trials(tracking, stored.id, trials)
+    sweep = client.sweep(stored.id)
+    served = {(c["row"], c["column"]): c["resolvable_range"] for c in sweep.grid_json()["cells"]}
+    low, high = served[("dsc", "mrpc")]
+    assert 0 < low < high
+    assert served[("dsc", "ud_en_ewt")] is None  # one pair: no spread to range over
+    assert served[("ce", "mrpc")] is None and served[("ce", "ud_en_ewt")] is None
+    frame = sweep.grid().set_index(["loss", "dataset"])["resolvable_range"]
+    assert frame[("dsc", "mrpc")] == [low, high]
+    assert frame[("dsc", "ud_en_ewt")] is None and frame[("ce", "mrpc")] is None
+    untested = create_sweep(session, alice.id, make_draft(trials=1)).sweep
+    write_trials(tracking, untested.id, [FakeTrial({"name": "ce"}, eval_f1=80.0)])
+    (only,) = client.sweep(untested.id).grid()["resolvable_range"]
+    assert only is None  # not NaN where no cell of the table was tested

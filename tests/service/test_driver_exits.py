@@ -107,7 +107,7 @@ def test_a_running_sweep_shows_its_drivers_notice_until_the_wait_ends(
 
 
 def test_a_waiting_notice_ends_with_the_drivers_next_line_of_its_own() -> None:
-    node = "waiting for a node with 1 CPUs and 0 GPUs (cluster has 0 CPUs/0 GPUs; 35 s of 300)"
+    node = "waiting for a node with 1 CPU and 0 GPUs (cluster has 0 CPUs/0 GPUs; 35 s of 300)"
     log = f"sweep s-1: 2 trials\nsweep s-1: {node}\n(raylet) a line of Ray's\n"
     assert current_notice(log, "s-1") == node
     assert current_notice(log, "s-2") is None  # another sweep's driver

@@ -60,7 +60,7 @@ def test_the_api_counts_runs_of_one_seed_as_runs(
         "/v1/grid", params={"ids": two_sweeps, "format": "markdown"}, headers=headers
     ).text
     assert "eval_f1: mean ± std over 2 runs of seed 0 (Δ against ce)" in text
-    assert "seed(s)" not in text
+    assert "over 2 seeds" not in text  # two runs of one seed are not two seeds
     # Equal means: both bold, not one of them.
     assert text.count("**83.50 ± 0.71 (+3.00)**") == 2
 
@@ -81,7 +81,7 @@ def test_the_api_keeps_each_sweeps_losses_apart_by_sweep(
     assert {key: cell["mean"] for key, cell in cells.items()} == expected
     assert {(cell["count"], cell["seeds"]) for cell in cells.values()} == {(1, 1)}
     text = api.client.get("/v1/grid", params={**params, "format": "markdown"}, headers=headers).text
-    assert "eval_f1: mean ± std over 1 seed(s); best per column in bold." in text
+    assert "eval_f1: mean ± std over 1 seed; best per column in bold." in text
     assert text.count("**84.00**") == 2  # the two equal best cells of the column
 
 
@@ -108,5 +108,5 @@ def test_the_cli_says_the_same_as_the_api(
     assert "eval_f1: mean ± std over 2 runs of seed 0 (Δ against ce)" in text
     assert text.count("**83.50 ± 0.71 (+3.00)**") == 2
     by_sweep = dicesweep_grid(tracking, *two_sweeps, "--rows", "sweep").stdout
-    assert "over 1 seed(s)" in by_sweep and "3 seed(s)" not in by_sweep
+    assert "over 1 seed;" in by_sweep and "3 seeds" not in by_sweep
     assert f"| {two_sweeps[0]} / dsc " in by_sweep

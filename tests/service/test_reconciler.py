@@ -156,7 +156,7 @@ def test_cancelling_sweep_is_stopped_then_cancelled(
     cancelled = status(session_factory, alice, sweep_id)
     assert cancelled.status is SweepStatus.CANCELLED
     # No longer "cancel requested": the page shows this beside the status.
-    assert cancelled.message == "cancelled on request: its running trials were stopped"
+    assert cancelled.message == "cancelled on request before any trial ran"
 
 
 def test_a_new_reconciler_picks_up_active_sweeps(
@@ -234,6 +234,32 @@ def test_each_pass_stores_the_progress_and_a_finished_sweep_gets_its_final_count
     reconciler.run_once()
     assert len(progress.reads) == reads
     assert status(session_factory, alice, sweep_id).trials_synced_at >= stored.finished_at
+
+
+def test_a_cancelled_sweeps_message_says_whether_trials_were_running(
+    session_factory: sessionmaker[Session], alice: Owner
+) -> None:
+    from sweep_service.store import transition_sweep
+
+    runner, progress = ScriptedRunner(), ScriptedProgress()
+    reconciler = Reconciler(session_factory, runner, max_resubmissions=2, progress=progress)
+    for counts, message in (
+        (TrialProgress(), "cancelled on request before any trial ran"),
+        (TrialProgress(running=2, done=1), "cancelled on request: its running trials were stopped"),
+        (TrialProgress(done=1, failed=1), "cancelled on request: no trial was running"),
+    ):
+        with session_factory() as session:
+            sweep_id = create_sweep(session, alice.id, make_draft("c", trials=3)).sweep.id
+        reconciler.run_once()  # submitted
+        runner.jobs[sweep_id] = (JobState.RUNNING, "")
+        progress.now[sweep_id] = counts
+        reconciler.run_once()  # running, its progress read
+        with session_factory() as session:
+            transition_sweep(session, sweep_id, SweepStatus.CANCELLING)
+        reconciler.run_once()  # its job stopped
+        reconciler.run_once()
+        cancelled = status(session_factory, alice, sweep_id)
+        assert (cancelled.status, cancelled.message) == (SweepStatus.CANCELLED, message)
 
 
 def test_an_unreachable_tracking_store_delays_progress_not_status(

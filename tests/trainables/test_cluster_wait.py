@@ -57,7 +57,7 @@ def test_no_node_within_the_wait_is_a_code_that_is_tried_again(cluster: Any) -> 
     assert "after waiting 3 s (DICESWEEP_CLUSTER_WAIT_S)" in refused[1]
     assert 3 <= time.monotonic() - started < 30
     assert notices[0] == (
-        "waiting for a node with 1 CPUs and 0 GPUs (cluster has 0 CPUs/0 GPUs; 0 s of 3)"
+        "waiting for a node with 1 CPU and 0 GPUs (cluster has 0 CPUs/0 GPUs; 0 s of 3)"
     )
 
 
@@ -69,7 +69,7 @@ def test_a_trial_larger_than_the_configured_nodes_fails_at_once(cluster: Any) ->
     assert refused == (
         2,
         "resources.cpus_per_trial=16 and gpus_per_trial=0: no node the cluster can have "
-        "has that much (its nodes: 8 CPUs and 1 GPUs)",
+        "has that much (its nodes: 8 CPUs and 1 GPU)",
     )
     assert time.monotonic() - started < 5
 
@@ -93,4 +93,4 @@ def test_the_driver_waits_for_a_node_that_joins_late(cluster: Any) -> None:
         worker.wait(timeout=60)
     assert refused is None
     assert 6 <= waited < 170
-    assert notices and notices[0].startswith("waiting for a node with 1 CPUs and 0 GPUs")
+    assert notices and notices[0].startswith("waiting for a node with 1 CPU and 0 GPUs")

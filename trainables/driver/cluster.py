@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from search_spaces.plural import counted
 from search_spaces.settings import DicesweepSettings, forwarded_settings
 from search_spaces.spec import SweepSpec
 
@@ -99,7 +100,8 @@ def configured_nodes(settings: DicesweepSettings, own_head: bool) -> list[Resour
 
 def describe(nodes: list[Resources]) -> str:
     return ", ".join(
-        f"{node.get('CPU', 0):g} CPUs and {node.get('GPU', 0):g} GPUs" for node in nodes
+        f"{counted(node.get('CPU', 0.0), 'CPU')} and {counted(node.get('GPU', 0.0), 'GPU')}"
+        for node in nodes
     )
 
 
@@ -116,14 +118,15 @@ def unschedulable_reason(spec: SweepSpec, nodes: list[Resources], which: str) ->
 
 
 def waiting_notice(spec: SweepSpec, nodes: list[Resources], waited: float, limit: float) -> str:
-    """``waiting for a node with 1 CPUs and 1 GPUs (cluster has 0 CPUs/0 GPUs; 35 s of
+    """``waiting for a node with 1 CPU and 1 GPU (cluster has 0 CPUs/0 GPUs; 35 s of
     300)``."""
     wanted = trial_demand(spec)
     cpus = sum(node.get("CPU", 0.0) for node in nodes)
     gpus = sum(node.get("GPU", 0.0) for node in nodes)
     return (
-        f"waiting for a node with {wanted['CPU']:g} CPUs and {wanted['GPU']:g} GPUs "
-        f"(cluster has {cpus:g} CPUs/{gpus:g} GPUs; {waited:.0f} s of {limit:g})"
+        f"waiting for a node with {counted(wanted['CPU'], 'CPU')} and "
+        f"{counted(wanted['GPU'], 'GPU')} (cluster has {counted(cpus, 'CPU')}/"
+        f"{counted(gpus, 'GPU')}; {waited:.0f} s of {limit:g})"
     )
 
 

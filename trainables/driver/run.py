@@ -32,6 +32,7 @@ import pandas as pd
 
 from search_spaces.errors import SpecError
 from search_spaces.lineage import EXPERIMENT
+from search_spaces.plural import counted
 from search_spaces.reports.budget import stage_one_is_random
 from search_spaces.resolve import trial_count
 from search_spaces.settings import DicesweepSettings
@@ -198,8 +199,8 @@ def interrupted(client: Any, experiment: str, parent: str, sweep_id: str, unfini
     stop_running_trial_runs(client, experiment, sweep_id)
     client.set_terminated(parent, "KILLED")
     print(
-        f"sweep {sweep_id} interrupted with {unfinished} trial(s) unfinished; resume with "
-        f"--sweep-id {sweep_id}",
+        f"sweep {sweep_id} interrupted with {counted(unfinished, 'trial')} unfinished; "
+        f"resume with --sweep-id {sweep_id}",
         file=sys.stderr,
     )
     return 130

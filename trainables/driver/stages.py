@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from search_spaces.lineage import STAGE_TAG, TUNE_METHOD_TAG, TUNED_TAG
+from search_spaces.plural import counted
 from search_spaces.resolve import stage_counts, trial_count
 from search_spaces.settings import DicesweepSettings
 from search_spaces.spec import SweepSpec
@@ -140,7 +141,7 @@ class StageInterrupted(Exception):
     """A stage's ``Tuner`` returned with trials unfinished (Ctrl-C, a stop request)."""
 
     def __init__(self, unfinished: int) -> None:
-        super().__init__(f"{unfinished} trial(s) unfinished")
+        super().__init__(f"{counted(unfinished, 'trial')} unfinished")
         self.unfinished = unfinished
 
 
