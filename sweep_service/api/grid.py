@@ -14,6 +14,7 @@ import pandas as pd
 from fastapi import Response
 from starlette.concurrency import run_in_threadpool
 
+from search_spaces.plural import counted
 from search_spaces.reports import to_json, to_png
 from sweep_service.api.errors import ApiError
 from sweep_service.tables import TEXT_RENDERERS
@@ -46,22 +47,29 @@ class PngRenderer:
     thread and slowed every other request to seconds), and kept by what it shows: a
     table, and so a sweep's state, drawn once is not drawn again; requests for the same
     one while it is being drawn share the drawing. At most ``max_waiting`` drawings
-    wait their turn (more are refused, 503, rather than queued for minutes); at most
-    ``max_kept`` are kept, the oldest dropped."""
+    wait their turn, and at most ``max_waiting_per_owner`` of one owner's, so one
+    owner's burst cannot fill the queue for the others (more are refused, 503, rather
+    than queued for minutes); at most ``max_kept`` are kept, the oldest dropped."""
 
-    def __init__(self, max_kept: int = 64, max_waiting: int = 16) -> None:
+    def __init__(
+        self, max_kept: int = 64, max_waiting: int = 16, max_waiting_per_owner: int = 4
+    ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="png-grid")
         self._kept: OrderedDict[str, Future[bytes]] = OrderedDict()
+        self._asked_by: dict[str, str] = {}  # a kept drawing's key: the owner who asked
         self._max_kept = max_kept
         self._max_waiting = max_waiting
+        self._max_waiting_per_owner = max_waiting_per_owner
         self._lock = threading.Lock()
         self.drawn = 0  # how many drawings were started (/metrics-style tally)
 
-    def png(self, table: pd.DataFrame) -> Future[bytes]:
-        """The PNG of ``table``, kept or being drawn; a failed drawing is not kept.
+    def png(self, table: pd.DataFrame, owner: str = "") -> Future[bytes]:
+        """The PNG of ``table`` for ``owner`` (its id), kept or being drawn; a failed drawing is
+        not kept.
 
         Raises:
-            ApiError: ``renderer_busy`` when ``max_waiting`` drawings are not done yet.
+            ApiError: ``renderer_busy`` when ``max_waiting`` drawings, or
+                ``max_waiting_per_owner`` of ``owner``'s, are not done yet.
         """
         key = hashlib.sha256(to_json(table).encode()).hexdigest()
         with self._lock:
@@ -69,25 +77,37 @@ class PngRenderer:
             if kept is not None and not (kept.done() and kept.exception() is not None):
                 self._kept.move_to_end(key)
                 return kept
-            if sum(not drawing.done() for drawing in self._kept.values()) >= self._max_waiting:
+            waiting = [k for k, drawing in self._kept.items() if not drawing.done()]
+            yours = sum(self._asked_by.get(k) == owner for k in waiting)
+            if len(waiting) >= self._max_waiting:
+                busy = counted(len(waiting), "plot")
+            elif yours >= self._max_waiting_per_owner:
+                busy = f"{counted(yours, 'plot')} of yours"
+            else:
+                busy = ""
+            if busy:
                 raise ApiError(
                     "renderer_busy",
-                    f"{self._max_waiting} plots are being drawn; retry in a few seconds",
+                    f"{busy} being drawn; retry in a few seconds",
                     headers={"Retry-After": "2"},
                 )
             self.drawn += 1
             drawing = self._pool.submit(to_png, table)
             self._kept[key] = drawing
+            self._asked_by[key] = owner
             while len(self._kept) > self._max_kept:
-                self._kept.popitem(last=False)
+                dropped, _ = self._kept.popitem(last=False)
+                self._asked_by.pop(dropped, None)
             return drawing
 
 
-async def grid_response(table: pd.DataFrame, fmt: GridFormat, renderer: PngRenderer) -> Response:
-    """``table`` in ``fmt``: a PNG from ``renderer`` (awaited, holding no request
-    thread), the text formats rendered on the thread pool."""
+async def grid_response(
+    table: pd.DataFrame, fmt: GridFormat, renderer: PngRenderer, owner: str
+) -> Response:
+    """``table`` in ``fmt``: a PNG ``owner`` asked ``renderer`` for (awaited, holding no
+    request thread), the text formats rendered on the thread pool."""
     if fmt is GridFormat.PNG:
-        content = await asyncio.wrap_future(renderer.png(table))
+        content = await asyncio.wrap_future(renderer.png(table, owner))
         return Response(content, media_type=MEDIA_TYPES[fmt])
     text = await run_in_threadpool(TEXT_RENDERERS[fmt.value], table)
     return Response(text, media_type=MEDIA_TYPES[fmt])

@@ -5,6 +5,7 @@ matplotlib's mathtext (seen: 500 on both PNG routes)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from search_spaces.reports import paper_table
+from search_spaces.reports import paper_table, to_png
 from sweep_service.api.errors import ApiError
 from sweep_service.api.grid import PngRenderer
 from sweep_service.store import Owner, create_api_key, create_sweep
@@ -58,6 +59,7 @@ def test_merged_pngs_come_from_the_one_renderer(
     finished(second.id, tracking, dataset="ud_en_ewt")
     headers = bearer(create_api_key(session, alice.id).plain_key)
     renderer = api.client.app.state.services.png  # type: ignore[attr-defined]
+    renderer._max_waiting_per_owner = 12  # alice's twelve at once: her share made room
     paths = [
         f"/v1/grid?ids={ids}&rows={rows}&cols={cols}&format=png"
         for ids in (first.id, second.id, f"{first.id},{second.id}", f"{second.id},{first.id}")
@@ -66,7 +68,9 @@ def test_merged_pngs_come_from_the_one_renderer(
     listed: list[float] = []
 
     def list_sweeps() -> None:
+        deadline = time.monotonic() + 120
         while renderer.drawn < len(paths) or any(not f.done() for f in renderer._kept.values()):
+            assert time.monotonic() < deadline, f"{renderer.drawn} of {len(paths)} drawn"
             started = time.perf_counter()
             assert api.client.get("/v1/sweeps", headers=headers).status_code == 200
             listed.append(time.perf_counter() - started)
@@ -102,3 +106,27 @@ def test_the_renderer_refuses_more_drawings_than_it_queues() -> None:
     assert refused.value.headers == {"Retry-After": "2"}
     assert drawing.result(timeout=60).startswith(b"\x89PNG")
     assert renderer.png(small_table("qqp")).result(timeout=60).startswith(b"\x89PNG")  # its turn
+
+
+def test_one_owner_cannot_fill_the_queue_for_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bob's burst is refused at his share (2 of 4 here); alice's drawing still queues."""
+    gate = threading.Event()
+
+    def held(table: pd.DataFrame) -> bytes:  # the real drawing, once the test lets it go
+        gate.wait(timeout=60)
+        return to_png(table)
+
+    monkeypatch.setattr("sweep_service.api.grid.to_png", held)
+    renderer = PngRenderer(max_waiting=4, max_waiting_per_owner=2)
+    bobs = [renderer.png(small_table(f"bob-{n}"), "bob") for n in range(2)]
+    with pytest.raises(ApiError) as refused:
+        renderer.png(small_table("bob-2"), "bob")
+    assert refused.value.code == "renderer_busy"
+    assert "2 plots of yours being drawn" in str(refused.value.body)
+    alices = renderer.png(small_table("alice"), "alice")
+    shared = renderer.png(small_table("bob-0"), "alice")  # a drawing bob asked for: shared
+    assert shared is bobs[0]
+    gate.set()
+    for drawing in (*bobs, alices):
+        assert drawing.result(timeout=60).startswith(b"\x89PNG")
+    assert renderer.png(small_table("bob-2"), "bob").result(timeout=60).startswith(b"\x89PNG")

@@ -68,7 +68,7 @@ async def read_merged_grid(
     table = await run_in_threadpool(
         merged_table, ids, session, owner, tracking, rows, cols, metric, paper
     )
-    return await grid_response(table, fmt, services.png)
+    return await grid_response(table, fmt, services.png, str(owner.id))
 
 
 def merged_table(

@@ -215,7 +215,7 @@ async def read_grid(
         random_sampling,
         paper,
     )
-    return await grid_response(table, fmt, services.png)
+    return await grid_response(table, fmt, services.png, str(sweep.owner_id))
 
 
 @router.get(
