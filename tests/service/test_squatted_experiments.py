@@ -24,7 +24,14 @@ CLI = [sys.executable, "-m", "sweep_service.cli"]
 
 @pytest.fixture
 def settings(tmp_path: Path) -> DicesweepSettings:
+    (tmp_path / "home").mkdir()
     return DicesweepSettings(home=tmp_path / "home")
+
+
+@pytest.fixture
+def client(settings: DicesweepSettings) -> MlflowClient:
+    """The embedded store, as a user of ``dicesweep ui`` or a driver writes it."""
+    return MlflowClient(str(settings.mlflow_tracking_uri))
 
 
 def squat(client: MlflowClient, name: str, location: Path) -> str:
@@ -36,10 +43,8 @@ def squat(client: MlflowClient, name: str, location: Path) -> str:
 
 
 def test_a_squatted_owner_experiment_is_moved_aside_and_a_marked_one_kept(
-    settings: DicesweepSettings, tmp_path: Path
+    settings: DicesweepSettings, client: MlflowClient, tmp_path: Path
 ) -> None:
-    settings.home.mkdir(parents=True)
-    client = MlflowClient(str(settings.mlflow_tracking_uri))
     squatted = squat(client, "dicesweep/dave", tmp_path / "loot")
 
     made = embedded_owner_experiment(settings, "dicesweep/dave")
@@ -62,12 +67,10 @@ def test_a_squatted_owner_experiment_is_moved_aside_and_a_marked_one_kept(
 
 
 def test_a_mark_made_under_another_secret_or_for_another_location_is_not_taken(
-    settings: DicesweepSettings, tmp_path: Path
+    settings: DicesweepSettings, client: MlflowClient, tmp_path: Path
 ) -> None:
     """A mark copied from the owner's real experiment onto one elsewhere does not hold:
     it covers the id, the name and the location."""
-    settings.home.mkdir(parents=True)
-    client = MlflowClient(str(settings.mlflow_tracking_uri))
     real = client.get_experiment(embedded_owner_experiment(settings, "dicesweep/alice"))
     other = client.create_experiment("dicesweep/mallory", artifact_location=tmp_path.as_uri())
     client.set_experiment_tag(other, MARK_TAG, real.tags[MARK_TAG])
@@ -88,10 +91,8 @@ def keys_create(home: Path, owner: str, **env: str) -> subprocess.CompletedProce
 
 
 def test_keys_create_makes_the_owner_s_experiment_first(
-    settings: DicesweepSettings, tmp_path: Path
+    settings: DicesweepSettings, client: MlflowClient, tmp_path: Path
 ) -> None:
-    settings.home.mkdir(parents=True)
-    client = MlflowClient(str(settings.mlflow_tracking_uri))
     squatted = squat(client, "dicesweep/dave", tmp_path / "loot")
 
     created = keys_create(settings.home, "dave")
