@@ -65,15 +65,14 @@ def test_merged_pngs_come_from_the_one_renderer(
         for ids in (first.id, second.id, f"{first.id},{second.id}", f"{second.id},{first.id}")
         for rows, cols in (("loss", "dataset"), ("dataset", "loss"), ("loss", "sweep"))
     ]
-    listed: list[float] = []
+    drawn_when_listed: list[int] = []  # how many drawings were done as each listing answered
 
     def list_sweeps() -> None:
         deadline = time.monotonic() + 120
         while renderer.drawn < len(paths) or any(not f.done() for f in renderer._kept.values()):
             assert time.monotonic() < deadline, f"{renderer.drawn} of {len(paths)} drawn"
-            started = time.perf_counter()
             assert api.client.get("/v1/sweeps", headers=headers).status_code == 200
-            listed.append(time.perf_counter() - started)
+            drawn_when_listed.append(renderer.drawn)
 
     with ThreadPoolExecutor(len(paths) + 1) as pool:
         lister = pool.submit(list_sweeps)
@@ -84,7 +83,8 @@ def test_merged_pngs_come_from_the_one_renderer(
     assert renderer.drawn == len(paths)  # each drawn once, by the renderer
     again = api.client.get(paths[0], headers=headers)
     assert again.content == answers[0].content and renderer.drawn == len(paths)  # kept
-    assert listed and max(listed) < 5, listed  # seconds, on a loaded 2-core machine
+    # The list of sweeps answered while drawings still waited: no request thread held them.
+    assert any(drawn < len(paths) for drawn in drawn_when_listed), drawn_when_listed
 
 
 def small_table(dataset: str) -> pd.DataFrame:
