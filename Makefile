@@ -118,7 +118,8 @@ images: wheels
 		-t $(IMAGE_PREFIX)/ray:$(VERSION) infra/docker
 	docker build -q -f infra/docker/api.Dockerfile --build-arg DICESWEEP_VERSION=$(VERSION) \
 		-t $(IMAGE_PREFIX)/api:$(VERSION) infra/docker
-	docker build -q -f infra/docker/mlflow.Dockerfile -t $(IMAGE_PREFIX)/mlflow:$(VERSION) infra/docker
+	docker build -q -f infra/docker/mlflow.Dockerfile --build-arg DICESWEEP_VERSION=$(VERSION) \
+		-t $(IMAGE_PREFIX)/mlflow:$(VERSION) infra/docker
 	docker build -q -f infra/docker/postgres-standin.Dockerfile \
 		-t $(IMAGE_PREFIX)/postgres-standin:15 infra/docker
 

@@ -6,7 +6,8 @@ ships no admin password and refuses to start without one) and signs its forms'
 CSRF tokens with ``MLFLOW_FLASK_SERVER_SECRET_KEY``. At the first start the folder
 gets a random admin password and secret key, each 0600, never a documented default;
 later starts reuse them (MLflow creates the admin user only in an empty user store).
-Every user but the admin starts with no permission (``NO_PERMISSIONS``).
+Every user but the admin starts with no permission (``NO_PERMISSIONS``), and only the
+admin lists users and roles (``mlflow_roster``).
 
 ``dicesweep ui`` uses this for the embedded store; the MLflow image does the same in
 ``infra/docker/mlflow-auth.sh``.
@@ -24,6 +25,8 @@ ADMIN_USERNAME = "admin"
 ADMIN_PASSWORD_FILE = "admin_password"
 SECRET_KEY_FILE = "flask_secret_key"
 CONFIG_FILE = "basic_auth.ini"
+# Named, not imported: importing MLflow's auth app reads its config and opens its store.
+AUTHORIZATION_FUNCTION = "sweep_service.mlflow_roster:authenticate"
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ def prepare_auth_server(folder: Path, database_uri: str | None = None) -> AuthSe
         f"database_uri = {uri}\n"
         f"admin_username = {ADMIN_USERNAME}\n"
         f"admin_password = {password}\n"
-        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+        f"authorization_function = {AUTHORIZATION_FUNCTION}\n"
     )
     write_private_text(files.config_file, config)
     return files

@@ -1,6 +1,7 @@
 """The compose stack's MLflow, behind its basic-auth app: an owner's credential reads
 and writes the owner's runs; another owner's gets 403 on that experiment, its runs
-and artifacts; a request without a credential gets 401. Used by ``check.py``.
+and artifacts; a request without a credential gets 401; an owner lists neither the
+users nor the roles. Used by ``check.py``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def check_isolation(
             "artifact": client.get("/get-artifact", params={"run_id": run_id, "path": files[0]}),
         }
 
-    seen = {}
+    seen = check_roster_closed(url, owner)
     for who, client, expected in (
         ("owner", _client(url, owner), 200),
         ("other owner", _client(url, other), 403),
@@ -66,6 +67,23 @@ def check_isolation(
             {w: (a.status_code, a.text[:200]) for w, a in answers.items()},
         )
     return seen
+
+
+def check_roster_closed(url: str, owner: tuple[str, str]) -> dict[str, int]:
+    """Assert that ``owner`` gets 403 where MLflow alone would list every user and the
+    roles in a workspace (only the admin lists them: ``sweep_service/mlflow_roster.py``);
+    the status of each request, for the log."""
+    client = _client(url, owner)
+    answers = {
+        "owner: users list": client.get("/api/2.0/mlflow/users/list"),
+        "owner: roles list": client.get(
+            "/api/3.0/mlflow/roles/list", params={"workspace": "default"}
+        ),
+    }
+    assert {w: a.status_code for w, a in answers.items()} == dict.fromkeys(answers, 403), {
+        w: (a.status_code, a.text[:200]) for w, a in answers.items()
+    }
+    return {what: answer.status_code for what, answer in answers.items()}
 
 
 def _client(url: str, auth: tuple[str, str] | None) -> httpx.Client:

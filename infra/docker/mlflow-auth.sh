@@ -5,7 +5,8 @@
 # admin password from it), never a documented default; MLFLOW_ADMIN_PASSWORD_FILE, when
 # set (a Kubernetes Secret), is the admin password instead. Users and permissions live
 # in MLFLOW_AUTH_DATABASE_URI (default: SQLite in that folder). Every user but the admin
-# starts with no permission: the service grants each owner its own experiment.
+# starts with no permission: the service grants each owner its own experiment; only the
+# admin lists users and roles (sweep_service/mlflow_roster.py).
 set -eu
 dir=${MLFLOW_AUTH_DIR:-/var/lib/mlflow/auth}
 umask 077
@@ -26,7 +27,8 @@ fi
     echo "database_uri = ${MLFLOW_AUTH_DATABASE_URI:-sqlite:///$dir/basic_auth.db}"
     echo "admin_username = admin"
     echo "admin_password = $(cat "$password_file")"
-    echo "authorization_function = mlflow.server.auth:authenticate_request_basic_auth"
+    # MLflow's basic-auth check, and the users' and roles' lists for the admin only.
+    echo "authorization_function = sweep_service.mlflow_roster:authenticate"
 } >"$dir/basic_auth.ini"
 MLFLOW_AUTH_CONFIG_PATH=$dir/basic_auth.ini
 MLFLOW_FLASK_SERVER_SECRET_KEY=$(cat "$dir/flask_secret_key")

@@ -4,13 +4,20 @@
 # setting is an environment variable MLflow reads (MLFLOW_BACKEND_STORE_URI,
 # MLFLOW_ARTIFACTS_DESTINATION, MLFLOW_SERVER_ALLOWED_HOSTS, MLFLOW_S3_ENDPOINT_URL,
 # AWS_*), so no password shows in the process list.
+# The project's own wheel without its dependencies, for one module: the function the
+# basic-auth app authenticates with (sweep_service/mlflow_roster.py, which imports
+# MLflow and Flask only), so that only the admin lists users and roles.
 FROM debian:bookworm-slim AS build
+ARG DICESWEEP_VERSION
 COPY python-base.sh /tmp/
 RUN sh /tmp/python-base.sh
 COPY wheels /wheels
 RUN python3 -m venv /opt/mlflow \
     && /opt/mlflow/bin/pip install --no-index --find-links /wheels --no-cache-dir \
-        "mlflow[auth]" "psycopg[binary]" boto3
+        "mlflow[auth]" "psycopg[binary]" boto3 \
+    && /opt/mlflow/bin/pip install --no-index --find-links /wheels --no-cache-dir --no-deps \
+        "dicesweep==${DICESWEEP_VERSION}" \
+    && /opt/mlflow/bin/python -c "import sweep_service.mlflow_roster"
 
 FROM debian:bookworm-slim
 COPY python-base.sh /tmp/

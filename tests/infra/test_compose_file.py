@@ -3,6 +3,8 @@ specification, and holding what the topology needs (make compose-check runs it).
 
 from __future__ import annotations
 
+import configparser
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from sweep_service.mlflow_auth_server import AUTHORIZATION_FUNCTION
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = ["docker-compose.yml", "docker-compose.ci.yml"]
@@ -115,6 +119,29 @@ def test_mlflow_asks_for_a_user_and_the_api_is_its_admin(compose: dict[str, Any]
     assert '"mlflow[auth]"' in dockerfile
     assert 'CMD ["mlflow", "server", "--app-name", "basic-auth"' in dockerfile
     assert 'ENTRYPOINT ["tini", "--", "mlflow-auth"]' in dockerfile
+
+
+def test_the_image_s_mlflow_lists_users_and_roles_to_its_admin_only(tmp_path: Path) -> None:
+    """The image's entrypoint names the project's authorization function (in the image
+    from the project's wheel, installed without its dependencies), which resolves."""
+    entrypoint = ROOT / "infra" / "docker" / "mlflow-auth.sh"
+    env = {"PATH": os.environ["PATH"], "MLFLOW_AUTH_DIR": str(tmp_path / "auth")}
+    shown = subprocess.run(
+        ["sh", str(entrypoint), "sh", "-c", 'cat "$MLFLOW_AUTH_CONFIG_PATH"'],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    config = configparser.ConfigParser()
+    config.read_string(shown.stdout)
+    assert config["mlflow"]["authorization_function"] == AUTHORIZATION_FUNCTION
+    module, function = AUTHORIZATION_FUNCTION.split(":")
+    # In a process of its own: importing MLflow's auth app reads its config.
+    resolve = f"import {module} as m; assert callable(m.{function})"
+    subprocess.run([sys.executable, "-c", resolve], check=True, timeout=300)
+    dockerfile = (ROOT / "infra" / "docker" / "mlflow.Dockerfile").read_text()
+    assert "--no-deps" in dockerfile and '"dicesweep==${DICESWEEP_VERSION}"' in dockerfile
 
 
 def test_published_ports_are_settings_on_loopback_by_default(compose: dict[str, Any]) -> None:

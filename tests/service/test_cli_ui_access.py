@@ -62,6 +62,8 @@ def test_the_embedded_ui_asks_each_owner_to_sign_in_once_keys_exist(tmp_path: Pa
             assert bob_experiment.status_code == 403
             anonymous = httpx.get(f"{url}/api/2.0/mlflow/runs/get", params=bob_run, timeout=120)
             assert anonymous.status_code == 401
+            # Only the UI's admin lists MLflow's users (each owner's name).
+            assert alice.get("/api/2.0/mlflow/users/list").status_code == 403
         finally:
             os.killpg(ui.pid, signal.SIGINT)
             ui.wait(timeout=60)

@@ -197,6 +197,49 @@ def test_alice_gets_403_on_bob_s_experiment_runs_and_artifacts(
     assert spec.status_code == 200 and spec.content == b"name: bob's spec\n"
 
 
+def test_only_the_admin_lists_users_and_roles(
+    auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials]
+) -> None:
+    """MLflow answers every user the list of users and, in a workspace the user has a
+    role in, every role and its grants; here an owner gets 403 on each (REST and ajax,
+    a role of the owner's own too), the admin 200, and an owner still reads its own
+    roles and permissions."""
+    url, files = auth_server
+    admin = httpx.Client(
+        base_url=url, auth=(ADMIN_USERNAME, files.admin_password_file.read_text().strip())
+    )
+    role = admin.post(
+        "/api/3.0/mlflow/roles/create", json={"name": "readers", "workspace": "default"}
+    )
+    assert role.status_code == 200, role.text
+    role_id = role.json()["role"]["id"]
+    assigned = admin.post(
+        "/api/3.0/mlflow/roles/assign", json={"username": "bob", "role_id": role_id}
+    )
+    assert assigned.status_code == 200, assigned.text
+    roster = {
+        "users": ("/api/2.0/mlflow/users/list", {}),
+        "users (ajax)": ("/ajax-api/2.0/mlflow/users/list", {}),
+        "roles": ("/api/3.0/mlflow/roles/list", {"workspace": "default"}),
+        "roles (ajax)": ("/ajax-api/3.0/mlflow/roles/list", {"workspace": "default"}),
+        "a role": ("/api/3.0/mlflow/roles/get", {"role_id": role_id}),
+        "a role's grants": ("/api/3.0/mlflow/roles/permissions/list", {"role_id": role_id}),
+        "a role's users": ("/api/3.0/mlflow/roles/users/list", {"role_id": role_id}),
+    }
+    bob = httpx.Client(base_url=url, auth=(owners["bob"].username, owners["bob"].password))
+    answers = {what: bob.get(path, params=params) for what, (path, params) in roster.items()}
+    assert {what: a.status_code for what, a in answers.items()} == dict.fromkeys(roster, 403), {
+        what: a.text[:200] for what, a in answers.items()
+    }
+    for what in ("users", "roles", "a role's grants"):
+        path, params = roster[what]
+        assert admin.get(path, params=params).status_code == 200, what
+    own = bob.get("/api/3.0/mlflow/users/roles/list", params={"username": "bob"})
+    assert own.status_code == 200 and role_id in [r["id"] for r in own.json()["roles"]]
+    others = bob.get("/api/3.0/mlflow/users/roles/list", params={"username": "alice"})
+    assert others.status_code == 403
+
+
 def test_a_request_without_a_credential_gets_401(
     auth_server: tuple[str, AuthServerFiles], owners: dict[str, OwnerCredentials], bob_run: str
 ) -> None:
