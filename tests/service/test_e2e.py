@@ -298,7 +298,7 @@ def test_sigterm_stops_the_service_with_its_ray_head_and_all_it_started(
     assert len([p for p in psutil.process_iter() if _group(p) == group]) > 1  # gcs, raylet, ...
     service.stop()
     assert [p.info["name"] for p in psutil.process_iter(["name"]) if _group(p) == group] == []
-    assert service.process.returncode == 128 + signal.SIGTERM
+    assert service.process.returncode == 0  # a stop asked for, not a failure
 
 
 def _group(process: psutil.Process) -> int | None:
