@@ -140,11 +140,12 @@ TINY_BERT = "tiny-bert"  # built at random by the trainables: nothing to find
 
 def model_folder(model: str, base: Path, roots: Sequence[Path] | None = None) -> Path | None:
     """The folder ``model`` names, if there is one: read from ``base`` when relative,
-    or with ``roots`` (a service's sweep) looked up in them as ``local_folder`` does."""
+    or with ``roots`` (a service's sweep: a relative path) from the first of them that
+    holds it (``model_issues`` checks where it resolves)."""
     if model == TINY_BERT:
         return None
     if roots is not None:
-        found = local_folder(model, roots)
+        found = next((root / model for root in roots if (root / model).is_dir()), None)
         return None if found is None else found.absolute()
     folder = base / Path(model).expanduser()
     return folder.absolute() if folder.is_dir() else None
@@ -157,9 +158,8 @@ def model_issues(
     ``base``) without ``config.json``, or a hub id neither in the Hugging Face cache
     nor on a reachable hub (refused at once with ``HF_HUB_OFFLINE=1``). With ``roots``
     (the service) a model path may not be absolute, start with ``~`` or name ``..``;
-    it is looked up in ``roots`` in turn (a folder outside them is no folder, as
-    ``local_folder`` says), and every file in it must lie under a root once symlinks
-    are followed."""
+    it is looked up in ``roots`` in turn, and the folder and every file in it must lie
+    under one of them once symlinks are followed."""
     model = spec.model
     if model == TINY_BERT:
         return []
@@ -183,6 +183,8 @@ def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str 
             problem += f" (folders looked in: {looked})"
         return problem
     shown = f"model folder {brief(model)}"
+    if roots is not None and not is_under(folder, roots):
+        return f"{shown} {outside_roots(roots)}"
     if not (folder / "config.json").is_file():
         return f"{shown} has no config.json (a saved transformers model has)"
     if roots is not None and (escaping := escaping_entry(folder, roots)) is not None:

@@ -432,10 +432,10 @@ def test_a_model_folder_is_read_under_the_data_roots_and_needs_its_config(
         return str(issue["msg"])
 
     assert "has no config.json" in refusal("models/empty")
-    # A link out of the owner's folders is no folder: looked up as a hub id instead.
-    linked = refusal("models/link")
-    assert "'models/link' is not a folder and not in the Hugging Face cache" in linked
-    assert f"(folders looked in: {root}, " in linked
+    assert "lies outside your own data folders or the shared ones" in refusal("models/link")
+    missing = refusal("models/missing")
+    assert "'models/missing' is not a folder and not in the Hugging Face cache" in missing
+    assert f"(folders looked in: {root}, " in missing
     assert "neither a folder nor a Hugging Face hub id" in refusal("models/no/such/folder")
     assert stored_sweeps(session_factory) == 0
     accepted = api.client.post("/v1/sweeps", json={**SMOKE, "model": "models/saved"})
