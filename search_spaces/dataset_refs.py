@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Discriminator, Field
 
-from search_spaces.data_roots import inside_roots
+from search_spaces.data_roots import OutsideRootsError, inside_roots, local_folder, not_a_folder
 from search_spaces.datasets import DATASETS, DatasetInfo, FileFormat, Split, TaskKind, get_dataset
-from search_spaces.errors import ClosedModel, rule_error, shape_tag
+from search_spaces.errors import ClosedModel, brief, rule_error, shape_tag
 
 PATH_PART_BYTES = 255  # a file name's limit on Linux's and macOS's file systems
 MAX_PATH_CHARS = 4096  # Linux's PATH_MAX
@@ -65,9 +65,11 @@ SPLIT_STEMS: dict[Split, tuple[str, ...]] = {
 class LocalDataset(ClosedModel):
     """A researcher's own data set: a folder and the format of its files.
 
-    ``path`` is relative to the data-sets folder or absolute (the service accepts only
-    folders under its data roots; ``dicesweep run`` any folder). ``name`` labels it in
-    tables and MLflow (default: the folder's name).
+    ``path`` is absolute or relative: to the current folder for ``dicesweep run``
+    (which reads any folder), else looked up in the sweep owner's own data folders,
+    then the shared ones (the service reads only inside them:
+    ``search_spaces.data_roots``). ``name`` labels it in tables and MLflow (default:
+    the folder's name).
     """
 
     path: BoundedPath
@@ -82,9 +84,8 @@ class LocalDataset(ClosedModel):
         """The folder, relative paths taken under ``datasets_dir``."""
         return datasets_dir / Path(self.path).expanduser()
 
-    def split_files(self, datasets_dir: Path) -> dict[Split, Path]:
-        """The files of the folder's splits that exist, e.g. ``{"train": .../train.conll}``."""
-        folder = self.folder(datasets_dir)
+    def split_files(self, folder: Path) -> dict[Split, Path]:
+        """The files of ``folder``'s splits that exist, e.g. ``{"train": .../train.conll}``."""
         extensions = LOCAL_FORMATS[self.format][1]
         found: dict[Split, Path] = {}
         for split, stems in SPLIT_STEMS.items():
@@ -170,12 +171,13 @@ def dataset_info(
 ) -> DatasetInfo:
     """The catalogue's entry of a name, or the description of a local folder (its
     ``kind`` given by the spec). Local files are absolute paths in ``files``; with
-    ``roots`` (a service's job) resolved, each inside one of them.
+    ``roots`` (a service's job) the folder is looked up in them (``local_folder``) and
+    each file resolved, inside one of them.
 
     Raises:
         UnknownDatasetError: an unknown name.
         ValueError: a local data set without ``kind``.
-        OutsideRootsError: a local file that resolves outside ``roots``.
+        OutsideRootsError: a local folder or file that is not inside ``roots``.
     """
     if isinstance(dataset, str):
         return get_dataset(dataset)
@@ -194,9 +196,15 @@ def dataset_info(
             binary=kind == "pi",
             labels=("0", "1") if kind == "pi" else (),
         )
-    found = dataset.split_files(datasets_dir)
-    if roots is not None:  # opened as resolved here: no link left to follow later
+    if roots is None:
+        found = dataset.split_files(dataset.folder(datasets_dir))
+    else:
         shown = f"data set {dataset.label!r}:"
+        folder = local_folder(dataset.path, roots)
+        if folder is None:
+            raise OutsideRootsError(f"{shown} {brief(dataset.path)} {not_a_folder(roots)}")
+        found = dataset.split_files(folder)
+        # Opened as resolved here: no link left to follow later.
         found = {s: inside_roots(p, roots, f"{shown} {p.name}") for s, p in found.items()}
     files = {split: str(path) for split, path in found.items()}
     return DatasetInfo(

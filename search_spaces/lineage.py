@@ -16,6 +16,13 @@ def experiment_name(owner: str | None = None) -> str:
     return EXPERIMENT if owner is None else f"{EXPERIMENT}/{owner}"
 
 
+def experiment_owner(name: str) -> str | None:
+    """The owner whose experiment ``name`` is (``experiment_name``'s inverse); None for
+    ``EXPERIMENT`` or any other name."""
+    prefix = f"{EXPERIMENT}/"
+    return name.removeprefix(prefix) if name.startswith(prefix) else None
+
+
 def dicesweep_experiments(client: object) -> list[str]:
     """The ids of every experiment dicesweep writes (``EXPERIMENT`` and each owner's),
     where a sweep's runs are looked up by its id. ``client`` is an ``MlflowClient``."""

@@ -58,11 +58,15 @@ class DicesweepSettings(BaseSettings):
     storage_path: str = Field(default_factory=lambda d: str(d["home"] / "ray_results"))
     cache_dir: Path = Field(default_factory=lambda d: d["home"] / "cache")  # tokenised data
     max_trials: int = Field(1000, ge=1)  # a sweep with more trials is refused
-    # Folders besides ``datasets_dir`` that data sets and model folders may lie in (JSON
+    # Shared folders every owner's local data sets and model folders may lie in (JSON
     # list: DICESWEEP_DATA_ROOTS='["/data/team"]'). Unset: any folder (``dicesweep
     # run``); set, ``[]`` included (the service sends it to its jobs): every file a
-    # driver or trial opens must resolve inside ``datasets_dir`` or one of them.
+    # driver or trial opens must resolve inside the sweep owner's own folders
+    # (``search_spaces.data_roots.owner_folders``) or one of them.
     data_roots: list[Path] | None = None
+    # The owner whose sweep a service's job runs (DICESWEEP_DATA_OWNER, set per job by
+    # the service, ``data_roots.DATA_OWNER_ENV``): its own folders are the ones read.
+    data_owner: str | None = None
     # How long a sweep's driver waits for a node that can hold one of its trials
     # (workers rejoining a restarted head, a cluster just started, an autoscaler adding
     # a node) before it exits with code 4, for the service to submit it again.
@@ -162,8 +166,9 @@ class DicesweepSettings(BaseSettings):
 
 # The shared settings a sweep's driver and its trials read, forwarded to them by name;
 # never a store's URL (its password) nor the cluster addresses (drivers join the
-# cluster they run on), nor anything else in the environment (API keys, tokens).
-NOT_FORWARDED = frozenset({"database_url", "ray_address", "ray_jobs_url"})
+# cluster they run on), nor the data owner (each job's own), nor anything else in the
+# environment (API keys, tokens).
+NOT_FORWARDED = frozenset({"database_url", "ray_address", "ray_jobs_url", "data_owner"})
 FORWARDED_SETTINGS = tuple(
     f"DICESWEEP_{name.upper()}"
     for name in DicesweepSettings.model_fields

@@ -13,6 +13,9 @@ continues where its dead driver stopped. With MLflow's access control on
 (``OwnerAccess``), the folder also holds ``mlflow_credentials`` (0600): the owner's
 MLflow user and password, which the driver's MLflow client signs in with
 (``MLFLOW_TRACKING_AUTH=dicesweep-file``); the job's environment names the file only.
+The job's environment also names its owner (``DICESWEEP_DATA_OWNER``): its driver and
+trials read local data and model folders in that owner's data folders and the shared
+ones only (``search_spaces.data_roots``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from search_spaces.lineage import EXPERIMENT
+from search_spaces.data_roots import DATA_OWNER_ENV
+from search_spaces.lineage import EXPERIMENT, experiment_owner
 from search_spaces.mlflow_credentials import CREDENTIALS_ENV, PROVIDER, write_credentials
 
 if TYPE_CHECKING:
@@ -92,6 +96,14 @@ def driver_entrypoint(
     return shlex.join(command)
 
 
+def owner_environment(experiment: str) -> dict[str, str]:
+    """The job variable naming the owner of ``experiment`` (``dicesweep/<owner>``), whose
+    data folders its driver and trials may read; none for ``EXPERIMENT`` (then the
+    shared folders only)."""
+    owner = experiment_owner(experiment)
+    return {} if owner is None else {DATA_OWNER_ENV: owner}
+
+
 def sign_in(
     access: OwnerAccess | None, folder: Path, experiment: str
 ) -> tuple[dict[str, str], str | None]:
@@ -142,7 +154,7 @@ class RayJobRunner:
             local = self._local_experiments
             if experiment_id is None and local is not None and experiment != EXPERIMENT:
                 experiment_id = local(experiment)
-            env_vars = {**self._env_vars, **signed}
+            env_vars = {**self._env_vars, **signed, **owner_environment(experiment)}
             # The client uploads the folder to the cluster before this returns.
             runtime_env = {"working_dir": folder, "env_vars": env_vars}
             try:

@@ -15,9 +15,10 @@ class ServiceSettings(DicesweepSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)  # 0: any free port
-    # Folders besides DICESWEEP_DATASETS_DIR that local data sets and model folders of
-    # REST submissions may lie in (JSON list: DICESWEEP_DATA_ROOTS='["/data/team"]');
-    # the service always confines, so unset means the data-sets folder only.
+    # Shared folders every owner's local data sets and model folders may lie in, besides
+    # the owner's own (``<datasets_dir>/<owner>``, ``<home>/datasets/<owner>``) (JSON
+    # list: DICESWEEP_DATA_ROOTS='["/data/team"]'); the service always confines, so
+    # unset means each owner's own folders only.
     data_roots: list[Path] = Field(default_factory=list)
     max_request_bytes: int = Field(1_000_000, ge=1024)  # bigger bodies get 413
     # A resolved spec is stored and sent to the cluster whole: larger ones get 413.

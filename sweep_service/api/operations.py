@@ -27,16 +27,20 @@ from sweep_service.store import Sweep, SweepDraft, SweepStatus, transition_sweep
 
 
 def validate_submission(
-    settings: ServiceSettings, submitted: Mapping[str, Any], runner: Runner | None = None
+    settings: ServiceSettings,
+    submitted: Mapping[str, Any],
+    owner: str,
+    runner: Runner | None = None,
 ) -> SweepDraft:
-    """What storing ``submitted`` would store, once it is validated.
+    """What storing ``submitted``, a spec of ``owner``, would store, once it is validated.
 
     Raises:
-        SpecError: an invalid spec (``settings.max_trials`` caps its trials), a data set
-            whose files are missing or not under ``settings.datasets_dir`` (local folders:
-            or another of ``data_roots``), or a model that cannot be loaded: a folder
-            outside them or without its config, a hub id neither cached nor on the hub;
-            resources per trial that no node of ``runner``'s cluster has.
+        SpecError: an invalid spec (``settings.max_trials`` caps its trials), a catalogue
+            data set whose files are missing from ``settings.datasets_dir``, a local
+            folder that is not in ``owner``'s own data folders or the shared ones
+            (``data_roots``: one message for missing and outside), or a model that cannot
+            be loaded: a folder without its config, a hub id neither cached nor on the
+            hub; resources per trial that no node of ``runner``'s cluster has.
         ApiError: ``spec_too_large``, a resolved spec over ``settings.max_spec_bytes``.
     """
     submission = resolve_submission(submitted, max_trials=settings.max_trials)
@@ -49,7 +53,7 @@ def validate_submission(
             "(DICESWEEP_MAX_SPEC_BYTES)",
         )
     datasets_dir = _datasets_dir(settings)
-    roots = data_roots(settings)
+    roots = data_roots(settings, owner)
     issues = model_issues(resolved, datasets_dir, roots) + dataset_issues(
         resolved, datasets_dir, roots
     )
@@ -101,10 +105,11 @@ def precision_issues(spec: SweepSpec, nodes: list[dict[str, float]] | None) -> l
     return [SpecIssue("training.precision", f"fp16 needs a GPU: {rule}; on CPUs use bf16 or fp32")]
 
 
-def data_roots(settings: ServiceSettings) -> list[Path]:
-    """The folders a submission's local data set or model folder may lie in: the
-    driver's and the trials' own (``search_spaces.data_roots.confined_roots``)."""
-    return confined_roots(_datasets_dir(settings), settings.home, settings.data_roots)
+def data_roots(settings: ServiceSettings, owner: str) -> list[Path]:
+    """The folders a submission of ``owner``'s local data set or model folder may lie
+    in, in lookup order: its job's driver's and trials' own
+    (``search_spaces.data_roots.confined_roots``)."""
+    return confined_roots(_datasets_dir(settings), settings.home, settings.data_roots, owner)
 
 
 def _datasets_dir(settings: ServiceSettings) -> Path:

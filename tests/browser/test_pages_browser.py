@@ -141,8 +141,9 @@ def spec() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def service(home: Path, mlflow_ui: str, spec: dict[str, Any]) -> Iterator[Service]:
     """``dicesweep serve`` whose MLflow links point at that UI. For MiniLM's sweep its
-    data-sets folder holds a copy of MRPC (catalogue files must lie in it) and a link
-    to the model, whose folder is a data root."""
+    data-sets folder holds a copy of MRPC (catalogue files must lie in it) and, in the
+    folder of the owner ``local`` (a loopback service's without keys), a link to the
+    model, whose folder is a shared data root."""
     from tests.conftest import _datasets_dir
 
     datasets = _datasets_dir()
@@ -152,9 +153,9 @@ def service(home: Path, mlflow_ui: str, spec: dict[str, Any]) -> Iterator[Servic
     model = minilm()
     if spec is MINILM_SPEC and model is not None:
         linked = home / "datasets"
-        (linked / "models").mkdir(parents=True)
+        (linked / "local" / "models").mkdir(parents=True)
         shutil.copytree(datasets / "mrpc", linked / "mrpc")
-        (linked / "models" / "minilm-l6").symlink_to(model)
+        (linked / "local" / "models" / "minilm-l6").symlink_to(model)
         datasets, roots = linked, [str(model.parent)]
     running = Service(home, datasets)
     running.env["DICESWEEP_MLFLOW_UI_URL"] = mlflow_ui

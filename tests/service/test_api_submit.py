@@ -233,58 +233,120 @@ def _own_spec(path: str) -> dict[str, Any]:
     }
 
 
-def test_a_local_data_set_under_the_data_roots_is_accepted(
+def test_a_local_data_set_in_the_owners_folder_or_a_shared_one_is_accepted(
     make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
 ) -> None:
     api = make_api(data_roots=[tmp_path / "team"])
-    inside = _own_data(Path(api.settings.datasets_dir or "") / "my_ner")
-    other_root = _own_data(tmp_path / "team" / "their_ner")
-    for path in ("my_ner", str(inside), str(other_root)):
+    own = _own_data(Path(api.settings.datasets_dir or "") / "local" / "my_ner")
+    shared = _own_data(tmp_path / "team" / "their_ner")
+    for path in ("my_ner", str(own), "their_ner", str(shared)):
         accepted = api.client.post("/v1/sweeps", json=_own_spec(path))
         assert accepted.status_code == 201, accepted.text
-    assert stored_sweeps(session_factory) == 3
+    assert stored_sweeps(session_factory) == 4
 
 
-def test_a_folder_under_the_homes_datasets_folder_is_accepted_laid_out_as_conll2003(
+def test_the_readmes_own_data_spec_runs_from_the_homes_datasets_folder_laid_out_as_conll2003(
     make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
 ) -> None:
-    """The home's ``datasets`` folder is a root even where DICESWEEP_DATASETS_DIR points
-    elsewhere (as ``make demo`` sets it): a folder copied there needs no restart. The
-    CoNLL-2003 layout (``train.txt``, ``valid.txt``, ``test.txt``) is read as it is."""
+    """``path: my_ner`` as the README writes it, the folder copied to
+    ``$DICESWEEP_HOME/datasets/<owner>/`` (``local``: a loopback service without keys)
+    where DICESWEEP_DATASETS_DIR points elsewhere (as ``make demo`` sets it), in the
+    CoNLL-2003 layout (``train.txt``, ``valid.txt``, ``test.txt``)."""
     api = make_api(home=tmp_path / "home")
     assert api.settings.datasets_dir != tmp_path / "home" / "datasets"
-    folder = tmp_path / "home" / "datasets" / "my_ner"
+    folder = tmp_path / "home" / "datasets" / "local" / "my_ner"
     folder.mkdir(parents=True)
     for name in ("train.txt", "valid.txt", "test.txt"):
         (folder / name).write_text(
             "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
         )
-    accepted = api.client.post("/v1/sweeps", json=_own_spec(str(folder)))
-    assert accepted.status_code == 201, accepted.text
-    assert stored_sweeps(session_factory) == 1
+    for path in ("my_ner", str(folder)):
+        accepted = api.client.post("/v1/sweeps", json=_own_spec(path))
+        assert accepted.status_code == 201, accepted.text
+    assert stored_sweeps(session_factory) == 2
 
 
-def test_a_folder_outside_the_roots_is_refused_naming_the_roots_checked(
-    make_api: MakeApi, tmp_path: Path, session_factory: sessionmaker[Session]
+def test_a_missing_relative_folder_is_refused_naming_the_folders_looked_in(
+    make_api: MakeApi, tmp_path: Path, session: Session, alice: Owner, bob: Owner
 ) -> None:
     api = make_api(home=tmp_path / "home", data_roots=[tmp_path / "team"])
-    outside = _own_data(tmp_path / "outside")
-    refused = api.client.post("/v1/sweeps", json=_own_spec(str(outside)))
+    _own_data(Path(api.settings.datasets_dir or "") / "alice" / "my_ner")
+    key = create_api_key(session, bob.id).plain_key
+    refused = api.client.post("/v1/sweeps", json=_own_spec("my_ner"), headers=bearer(key))
     assert refused.status_code == 422
     [issue] = refused.json()["detail"]
     assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
-    roots = [api.settings.datasets_dir, tmp_path / "home" / "datasets", tmp_path / "team"]
-    assert f"checked: {', '.join(str(root) for root in roots)};" in issue["msg"]
-    assert stored_sweeps(session_factory) == 0
+    looked_in = [
+        Path(api.settings.datasets_dir or "") / "bob",
+        tmp_path / "home" / "datasets" / "bob",
+        tmp_path / "team",
+    ]
+    assert issue["msg"] == (
+        "data set 'my_ner': 'my_ner' is not a folder in your own data folders or the "
+        f"shared ones (looked in: {', '.join(map(str, looked_in))}; symlinks are followed)"
+    )
+    assert "alice" not in refused.text
+
+
+def test_another_owners_folder_is_refused_as_a_missing_one_is(
+    api: Api,
+    session: Session,
+    alice: Owner,
+    bob: Owner,
+    session_factory: sessionmaker[Session],
+) -> None:
+    """The refusal tells bob nothing of alice's folders: naming one that exists gets
+    the same answer, word for word, as naming it once it is gone."""
+    folder = _own_data(Path(api.settings.datasets_dir or "") / "alice" / "my_ner")
+    keys = {owner.name: create_api_key(session, owner.id).plain_key for owner in (alice, bob)}
+
+    def submitted(owner: str) -> tuple[int, Any]:
+        answer = api.client.post(
+            "/v1/sweeps", json=_own_spec(str(folder)), headers=bearer(keys[owner])
+        )
+        return answer.status_code, answer.json()
+
+    assert submitted("alice")[0] == 201  # her own folder
+    existing = submitted("bob")
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+    missing = submitted("bob")
+    assert existing == missing
+    status, body = existing
+    assert status == 422
+    [issue] = body["detail"]
+    assert issue["loc"] == ["body", "task", "dataset", 0, "path"]
+    assert "is not a folder in your own data folders or the shared ones" in issue["msg"]
+    assert stored_sweeps(session_factory) == 1
+
+
+def test_a_shared_folder_is_accepted_for_every_owner(
+    make_api: MakeApi,
+    tmp_path: Path,
+    session: Session,
+    alice: Owner,
+    bob: Owner,
+    session_factory: sessionmaker[Session],
+) -> None:
+    api = make_api(data_roots=[tmp_path / "team"])
+    shared = _own_data(tmp_path / "team" / "their_ner")
+    for owner in (alice, bob):
+        key = create_api_key(session, owner.id).plain_key
+        for path in ("their_ner", str(shared)):
+            accepted = api.client.post("/v1/sweeps", json=_own_spec(path), headers=bearer(key))
+            assert accepted.status_code == 201, (owner.name, accepted.text)
+    assert stored_sweeps(session_factory) == 4
 
 
 @pytest.mark.parametrize(
     ("where", "rule"),
     [
         ("dotdot", "'..' is not allowed"),
-        ("absolute", "is not under the data-sets folder or another allowed root"),
-        ("symlink", "symlinks are followed"),
-        ("missing", "is not a folder"),
+        ("absolute", "is not a folder in your own data folders or the shared ones"),
+        ("symlink", "is not a folder in your own data folders or the shared ones"),
+        ("missing", "is not a folder in your own data folders or the shared ones"),
+        ("service-root", "is not a folder in your own data folders or the shared ones"),
     ],
 )
 def test_a_local_data_set_outside_the_roots_is_refused(
@@ -292,12 +354,15 @@ def test_a_local_data_set_outside_the_roots_is_refused(
 ) -> None:
     outside = _own_data(tmp_path / "outside")
     root = Path(api.settings.datasets_dir or "")
-    (root / "link").symlink_to(outside)
+    (root / "local").mkdir()
+    (root / "local" / "link").symlink_to(outside)
+    _own_data(root / "top_level")  # the data-sets folder itself is no owner's
     path = {
         "dotdot": "../outside",
         "absolute": str(outside),
         "symlink": "link",
         "missing": "not_there",
+        "service-root": str(root / "top_level"),
     }[where]
     refused = api.client.post("/v1/sweeps", json=_own_spec(path))
     assert refused.status_code == 422
@@ -351,7 +416,7 @@ def test_an_uncached_hub_model_offline_is_refused_naming_model(
 def test_a_model_folder_is_read_under_the_data_roots_and_needs_its_config(
     api: Api, session_factory: sessionmaker[Session], offline_hub: Path, tmp_path: Path
 ) -> None:
-    root = Path(api.settings.datasets_dir or "")
+    root = Path(api.settings.datasets_dir or "") / "local"  # the loopback owner's folder
     (root / "models" / "saved").mkdir(parents=True)
     (root / "models" / "empty").mkdir(parents=True)
     (root / "models" / "saved" / "config.json").write_text('{"model_type": "bert"}')
@@ -367,7 +432,10 @@ def test_a_model_folder_is_read_under_the_data_roots_and_needs_its_config(
         return str(issue["msg"])
 
     assert "has no config.json" in refusal("models/empty")
-    assert "is not under the data-sets folder" in refusal("models/link")
+    assert "lies outside your own data folders or the shared ones" in refusal("models/link")
+    missing = refusal("models/missing")
+    assert "'models/missing' is not a folder and not in the Hugging Face cache" in missing
+    assert f"(folders looked in: {root}, " in missing
     assert "neither a folder nor a Hugging Face hub id" in refusal("models/no/such/folder")
     assert stored_sweeps(session_factory) == 0
     accepted = api.client.post("/v1/sweeps", json={**SMOKE, "model": "models/saved"})

@@ -49,21 +49,23 @@ class Hostile:
     chunked: bool = False
 
 
+# A folder outside the owner's data folders is refused as a missing one is.
+NOT_OWN = "is not a folder in your own data folders or the shared ones"
 HOSTILE: dict[str, Hostile] = {
     # Paths out of the data roots
     "data-dotdot": Hostile(own_data("../outside"), 422, "task.dataset.0.path", "'..'"),
-    "data-absolute": Hostile(own_data("/etc"), 422, "task.dataset.0.path", "not under"),
-    "data-symlink": Hostile(own_data("link"), 422, "task.dataset.0.path", "symlinks"),
-    "data-home": Hostile(own_data("~root"), 422, "task.dataset.0.path", "not under"),
+    "data-absolute": Hostile(own_data("/etc"), 422, "task.dataset.0.path", NOT_OWN),
+    "data-symlink": Hostile(own_data("link"), 422, "task.dataset.0.path", NOT_OWN),
+    "data-home": Hostile(own_data("~root"), 422, "task.dataset.0.path", NOT_OWN),
     "model-system-file": Hostile({**SMOKE, "model": "/etc/passwd"}, 422, "model", "absolute"),
     "model-dotdot": Hostile({**SMOKE, "model": "../../../etc/passwd"}, 422, "model", "'..'"),
-    "model-symlink": Hostile({**SMOKE, "model": "models/etc"}, 422, "model", "not under"),
+    "model-symlink": Hostile({**SMOKE, "model": "models/etc"}, 422, "model", "lies outside"),
     # Files, not folders, linked out of the roots
     "data-file-symlink": Hostile(
-        own_data("filelink"), 422, "task.dataset.0.path", "filelink/train.conll' is not under"
+        own_data("filelink"), 422, "task.dataset.0.path", "filelink/train.conll' lies outside"
     ),
     "model-config-symlink": Hostile(
-        {**SMOKE, "model": "models/configlink"}, 422, "model", "config.json is not under"
+        {**SMOKE, "model": "models/configlink"}, 422, "model", "config.json lies outside"
     ),
     # Names no file system holds
     "data-long-part": Hostile(own_data(LONG_PART), 422, "task.dataset.0.path", "255 bytes"),
@@ -188,8 +190,8 @@ def test_a_hostile_submission_is_refused_naming_its_field_and_creates_nothing(
 ) -> None:
     hostile = HOSTILE[case]
     api = make_api(max_request_bytes=LIMIT, max_trials=1000)
-    root = Path(api.settings.datasets_dir or "")
-    (root / "models").mkdir(exist_ok=True)
+    root = Path(api.settings.datasets_dir or "") / "local"  # the loopback owner's folder
+    (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "models" / "etc").symlink_to("/etc")
     (tmp_path / "outside").mkdir()
     (root / "link").symlink_to(tmp_path / "outside")

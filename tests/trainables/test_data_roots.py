@@ -1,6 +1,7 @@
-"""A service's driver and trials read only inside the data roots: a file linked out of
-them after submission is refused where it is opened, and no reader's error quotes a
-line of the file it read (errors reach MLflow, the service's pages and its API)."""
+"""A service's driver and trials read only inside the data roots (the sweep owner's
+own data folders and the shared ones): a file linked out of them after submission is
+refused where it is opened, and no reader's error quotes a line of the file it read
+(errors reach MLflow, the service's pages and its API)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,13 @@ SECRET = "root:x:0:0:a-line-no-message-may-quote"
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """A data-sets folder with ``own/`` (a CoNLL set whose train file links out of it)
-    and ``models/linked/`` (a model folder whose config links out), and the linked
-    file outside."""
+    """The owner alice's data folder (``<data-sets folder>/alice``) with ``own/`` (a
+    CoNLL set whose train file links out of it) and ``models/linked/`` (a model folder
+    whose config links out), and the linked file outside."""
     secret = tmp_path / "outside" / "passwd"
     secret.parent.mkdir()
     secret.write_text(f"{SECRET}\n")
-    folder = tmp_path / "root"
+    folder = tmp_path / "datasets" / "alice"
     (folder / "own").mkdir(parents=True)
     (folder / "own" / "train.conll").symlink_to(secret)
     (folder / "own" / "dev.conll").write_text("EU B-ORG\n")
@@ -42,8 +43,10 @@ def root(tmp_path: Path) -> Path:
 
 
 def confined(root: Path, home: Path) -> DicesweepSettings:
-    """A service's job's settings: reads confined to the data-sets folder."""
-    return DicesweepSettings(home=home, datasets_dir=root, data_roots=[])
+    """A service's job's settings for alice's sweep: reads confined to her folder."""
+    return DicesweepSettings(
+        home=home, datasets_dir=root.parent, data_roots=[], data_owner=root.name
+    )
 
 
 def own_config(**changes: Any) -> dict[str, Any]:
@@ -54,7 +57,7 @@ def own_config(**changes: Any) -> dict[str, Any]:
 def test_a_trial_refuses_a_split_file_linked_out_of_the_roots(root: Path, tmp_path: Path) -> None:
     with pytest.raises(OutsideRootsError) as refused:
         run_trial(own_config(), Recorder(), confined(root, tmp_path / "home"))
-    assert "data set 'own': train.conll is not under the data-sets folder" in str(refused.value)
+    assert "data set 'own': train.conll lies outside your own data folders" in str(refused.value)
     assert SECRET not in str(refused.value)
 
 
@@ -62,7 +65,7 @@ def test_a_trial_refuses_a_model_folder_with_a_file_linked_out(root: Path, tmp_p
     (root / "own" / "train.conll").unlink()
     (root / "own" / "train.conll").write_text("EU B-ORG\n")
     model = str(root / "models" / "linked")  # the driver makes a model folder absolute
-    with pytest.raises(OutsideRootsError, match=r"linked'/config\.json is not under"):
+    with pytest.raises(OutsideRootsError, match=r"linked'/config\.json lies outside"):
         run_trial(own_config(model=model), Recorder(), confined(root, tmp_path / "home"))
 
 
@@ -101,8 +104,9 @@ def test_a_services_driver_checks_the_files_again_before_any_trial(
     env = {k: v for k, v in os.environ.items() if not k.startswith("DICESWEEP_")}
     env.update(
         DICESWEEP_HOME=str(short_home),
-        DICESWEEP_DATASETS_DIR=str(root),
+        DICESWEEP_DATASETS_DIR=str(root.parent),
         DICESWEEP_DATA_ROOTS="[]",
+        DICESWEEP_DATA_OWNER=root.name,
         PYTHONPATH=str(Path.cwd()),
     )
     done = subprocess.run(
@@ -115,6 +119,6 @@ def test_a_services_driver_checks_the_files_again_before_any_trial(
     )
     assert done.returncode == 2, done.stderr
     assert "task.dataset[0].path" in done.stderr
-    assert "'own/train.conll' is not under the data-sets folder" in done.stderr
+    assert "'own/train.conll' lies outside your own data folders" in done.stderr
     assert SECRET not in done.stderr
     assert not (short_home / "mlflow.db").exists()  # refused before anything started

@@ -202,10 +202,15 @@ def test_folder_checks_name_the_field_and_the_rule(tmp_path: Path) -> None:
         "(one of: dev.conll, dev.txt, valid.conll, valid.txt, validation.conll, validation.txt)"
     ]
     assert "'..' is not allowed" in problems("mine/../../outside")[0]
-    assert "is not under the data-sets folder" in problems(str(outside))[0]
-    assert "symlinks are followed" in problems("link")[0]  # a link out of the root
+    # Outside the roots (as written, or through a link) is refused as missing is.
+    missing = f"is not a folder in your own data folders or the shared ones (looked in: {root};"
+    for path in (str(outside), "link", "absent"):
+        assert missing in problems(path)[0], path
     assert problems(str(outside), roots=[root, outside]) == []  # another allowed root
-    assert "is not a folder" in problems("absent")[0]
+    assert problems("mine", roots=[outside, root])[0].endswith(
+        "'mine' has no eval file "
+        "(one of: dev.conll, dev.txt, valid.conll, valid.txt, validation.conll, validation.txt)"
+    )
     # The command line reads any folder (no roots).
     assert dataset_issues(local_spec(str(outside)), root, None) == []
 

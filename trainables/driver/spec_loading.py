@@ -1,10 +1,13 @@
 """The spec a driver runs, as its command line names it: a resolved spec the service
-stored (``--resolved-spec``, validated again as it is), or a spec file or a preset
-resolved here; local folders made absolute, since the trials run in other folders."""
+stored (``--resolved-spec``, validated again as it is, its local folders checked again
+inside its owner's and the shared data folders), or a spec file or a preset resolved
+here; model folders made absolute, since the trials run in other folders (a service's
+trials look their data sets up in the same folders, in the same order)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from search_spaces.checks import dataset_issues, local_file_issues, model_folder, model_issues
@@ -25,14 +28,15 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
         SpecError: an invalid spec.
     """
     if args.resolved_spec:
-        # Checked by the service; a model folder is relative to the data-sets folder.
+        # Checked by the service; a model folder is relative to the owner's or a shared
+        # data folder.
         spec = validate_spec(read_spec_file(args.resolved_spec), max_trials=None)
         roots = allowed_roots(settings)
         # What lies on disk may have changed since: checked again before trials open it.
         issues = [] if roots is None else local_file_issues(spec, settings.datasets_dir, roots)
         if issues:
             raise SpecError(issues)
-        return with_absolute_model(spec, settings.datasets_dir)
+        return with_absolute_model(spec, settings.datasets_dir, roots)
     raw = {"extends": args.preset} if args.preset else read_spec_file(args.spec)
     spec = with_absolute_folders(resolve_spec(raw, max_trials=settings.max_trials))
     # The service's checks, before anything starts; any local folder may be read here.
@@ -42,10 +46,13 @@ def load_spec(args: argparse.Namespace, settings: DicesweepSettings) -> SweepSpe
     return spec
 
 
-def with_absolute_model(spec: SweepSpec, base: Path) -> SweepSpec:
-    """``spec`` with a model folder relative to ``base`` made absolute (the trials run
-    in other folders); a hub id or ``tiny-bert`` stays as it is."""
-    folder = model_folder(spec.model, base)
+def with_absolute_model(
+    spec: SweepSpec, base: Path, roots: Sequence[Path] | None = None
+) -> SweepSpec:
+    """``spec`` with a model folder made absolute (the trials run in other folders):
+    relative to ``base``, or with ``roots`` looked up in them (``model_folder``); a hub
+    id or ``tiny-bert`` stays as it is."""
+    folder = model_folder(spec.model, base, roots)
     return spec if folder is None else spec.model_copy(update={"model": str(folder)})
 
 

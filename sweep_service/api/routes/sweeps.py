@@ -117,7 +117,7 @@ def create_sweep(
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Store a sweep as ``pending``; the service submits it to the cluster afterwards."""
-    draft = validate_submission(settings, spec.root, runner)
+    draft = validate_submission(settings, spec.root, owner.name, runner)
     sweep, created = store_sweep(session, owner.id, draft, idempotency_key=idempotency_key)
     if created:
         metrics.sweeps_submitted.inc()
