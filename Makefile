@@ -49,7 +49,10 @@ e2e-test: $(STAMP)
 
 ## The wheel built from this checkout in a fresh virtual environment outside it, with its
 ## train extra: `dicesweep run --preset smoke` from an empty folder with no DICESWEEP_*
-## variable set (the smoke preset's data set ships in the wheel); a few minutes.
+## variable set (the smoke preset's data set ships in the wheel). Then its client extra
+## alone in a second venv, its size printed and capped, and with the notebook extra added
+## docs/notebooks/smoke_sweep.ipynb run there against `dicesweep serve` from the first
+## (its service extra added); each part's time printed.
 wheel-check:
 	scripts/wheel-check.sh $(PYTHON)
 

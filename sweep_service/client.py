@@ -12,9 +12,11 @@ The address is ``DICESWEEP_API_URL``, else ``http://DICESWEEP_HOST:DICESWEEP_POR
 sent as a bearer token. A service that cannot be reached, or a refusal, raises
 ``ClientError`` with one line naming the address or the service's reason. The
 ``dicesweep`` commands that talk to a service (``sweep_service.remote``) are built on
-this client. httpx (the service extra's) is imported by ``Client`` alone, pandas, tqdm and
-MLflow only by the methods that use them: ``dicesweep run`` with the train extra alone
-imports this module for its errors.
+this client. It needs the ``client`` extra alone (httpx, pandas, tqdm; no Ray, MLflow
+server or FastAPI); httpx is imported by ``Client`` alone, pandas, tqdm and MLflow only by
+the methods that use them (MLflow by ``Sweep.mlflow_runs``: the ``notebook`` extra has
+its client): ``dicesweep run`` with the train extra alone imports this module for its
+errors.
 """
 
 from __future__ import annotations
