@@ -16,6 +16,7 @@ from search_spaces.data_roots import (
     escaping_entry,
     is_under,
     local_folder,
+    named,
     not_a_folder,
     outside_roots,
 )
@@ -179,8 +180,7 @@ def _model_problem(model: str, base: Path, roots: Sequence[Path] | None) -> str 
     if folder is None:
         problem = _hub_problem(model, "model")
         if problem is not None and roots is not None:
-            looked = ", ".join(str(root) for root in roots) or "none"
-            problem += f" (folders looked in: {looked})"
+            problem += f" (folders looked in: {named(roots)})"
         return problem
     shown = f"model folder {brief(model)}"
     if roots is not None and not is_under(folder, roots):

@@ -28,17 +28,20 @@ _WHERE = "your own data folders or the shared ones"
 OUTSIDE_ROOTS = f"lies outside {_WHERE} (symlinks are followed)"
 
 
+def named(roots: Sequence[Path]) -> str:
+    """``roots`` as a refusal names them, in lookup order."""
+    return ", ".join(str(root) for root in roots) or "none"
+
+
 def not_a_folder(roots: Sequence[Path]) -> str:
     """The refusal of a local folder that is missing, or lies outside ``roots``, naming
     where it was looked for (the folder to put it in)."""
-    looked = ", ".join(str(root) for root in roots) or "none"
-    return f"is not a folder in {_WHERE} (looked in: {looked}; symlinks are followed)"
+    return f"is not a folder in {_WHERE} (looked in: {named(roots)}; symlinks are followed)"
 
 
 def outside_roots(roots: Sequence[Path]) -> str:
     """The refusal of a file that resolves outside ``roots``, naming them."""
-    checked = ", ".join(str(root) for root in roots) or "none"
-    return f"lies outside {_WHERE} ({checked}; symlinks are followed)"
+    return f"lies outside {_WHERE} ({named(roots)}; symlinks are followed)"
 
 
 class OutsideRootsError(ValueError):
