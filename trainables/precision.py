@@ -114,7 +114,7 @@ def model_width(model: torch.nn.Module) -> int | None:
     return width if isinstance(width, int) else None
 
 
-@cache  # train_step asks every step; the choice and its warnings are logged once
+@cache  # a process's trials share the choice, and its warnings are logged once
 def resolve(requested: str, device: torch.device, width: int | None = None) -> Resolved:
     """The precision a trial on ``device`` trains in for ``training.precision``;
     ``width`` (the model's hidden size) lets ``bf16`` on a CPU measure whether it pays
@@ -158,9 +158,10 @@ def autocast(device: torch.device, precision: Resolved) -> AbstractContextManage
     return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
 
-def grad_scaler(device: torch.device, precision: Resolved) -> torch.amp.GradScaler | None:
-    """fp16's loss scaler (small gradients would flush to zero in fp16), else None."""
-    return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+def grad_scaler(device: torch.device, precision: Resolved) -> torch.amp.GradScaler:
+    """The loss scaler, enabled in fp16 only (small gradients would flush to zero there);
+    disabled, it passes the loss, the gradients and the optimiser's step through."""
+    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
 
 def batch_loss(
