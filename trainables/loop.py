@@ -223,7 +223,7 @@ def fit(
     started = time.perf_counter()
     lengths = [len(feature["input_ids"]) for feature in data.train_features]
     per_step = training.batch_size * training.grad_accumulation
-    # A checkpoint from before stop reasons were kept ends at the last step, unmarked.
+    # A checkpoint may end at the last step without a stop reason: nothing is left to do.
     while progress.stop_reason is None and progress.step < total_steps:
         epoch, skip = divmod(progress.step, steps_per_epoch)
         if training.group_by_length:

@@ -6,10 +6,9 @@ answers for the device the trial got:
 
 - ``auto``: bf16 on a CUDA GPU that supports it, fp16 with a gradient scaler on one
   that does not; fp32 on a CPU. Whether bf16 pays on a CPU depends on the chip, not on
-  its flags (an AMD EPYC stepped MiniLM-L6 about 1.5x faster in bf16, an Intel Xeon
-  with AVX-512 BF16 and no AMX at 0.63-0.71x of fp32's speed: docs/benchmarks.md), and
-  a timing probe at a trial's start decides it differently in two processes on a busy
-  machine, so the same spec would give other numbers: ``auto`` does not guess there.
+  its flags (docs/benchmarks.md), and a timing probe at a trial's start would decide
+  differently in two processes on a busy machine, giving the same spec other numbers:
+  ``auto`` does not guess there.
   Ask for ``bf16`` where the benchmark says it pays; its F1 matches fp32's within what
   3 seeds resolve (docs/sweeps.md).
 - ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it, and
