@@ -1,6 +1,10 @@
 """A sweep's progress as ``Sweep.wait`` and ``dicesweep submit --wait`` show it: a bar of
 the trials ended with the sweep's state beside it (tqdm's notebook widget in Jupyter
-where ipywidgets is installed, text elsewhere), or a line per change in a log."""
+where ipywidgets is installed, text elsewhere), or a line per change in a log.
+
+tqdm, not rich (the driver's display): in Jupyter without ipywidgets, which no extra
+installs, rich draws nothing where tqdm draws its text bar; and the trials' step bars
+(``trainables.train``) keep tqdm in the train extra whichever this uses."""
 
 from __future__ import annotations
 
