@@ -43,8 +43,8 @@ MEDIA_TYPES: dict[GridFormat, str] = {
 
 class PngRenderer:
     """Every PNG the API serves, drawn on one thread of its own, never on the request
-    threads (a drawing takes 0.1-0.5 s of CPU: a burst of them held every request
-    thread and slowed every other request to seconds), and kept by what it shows: a
+    threads (a drawing takes 0.1-0.5 s of CPU: a burst of them there would hold every
+    request thread), and kept by what it shows: a
     table, and so a sweep's state, drawn once is not drawn again; requests for the same
     one while it is being drawn share the drawing. At most ``max_waiting`` drawings
     wait their turn, and at most ``max_waiting_per_owner`` of one owner's, so one

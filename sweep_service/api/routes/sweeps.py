@@ -136,8 +136,8 @@ def read_sweeps(
     """The owner's sweeps, newest first, one page at a time."""
     page = list_sweeps(session, owner.id, limit=limit, page_token=page_token)
     # Read: end the transaction. FastAPI checks a sync route's answer on the thread pool,
-    # and a request waiting there for a thread must not hold a store connection (under
-    # load the threads waited for connections and the connections for threads).
+    # and a request waiting there for a thread must not hold a store connection
+    # (``deps.get_session``).
     session.commit()
     data = [SweepPublic.of(sweep, sweep_links(sweep)) for sweep in page.items]
     return SweepsPublic(data=data, count=page.total, next_page_token=page.next_page_token)
