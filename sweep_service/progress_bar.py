@@ -2,9 +2,8 @@
 the trials ended with the sweep's state beside it (tqdm's notebook widget in Jupyter
 where ipywidgets is installed, text elsewhere), or a line per change in a log.
 
-tqdm, not rich (the driver's display): in Jupyter without ipywidgets, which no extra
-installs, rich draws nothing where tqdm draws its text bar; and the trials' step bars
-(``trainables.train``) keep tqdm in the train extra whichever this uses."""
+tqdm, not rich: in Jupyter without ipywidgets (no extra installs it) rich draws nothing,
+tqdm its text bar."""
 
 from __future__ import annotations
 

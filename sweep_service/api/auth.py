@@ -51,10 +51,9 @@ def presented_key(request: Request) -> str | None:
     Raises:
         ApiError: an ``Authorization`` header that is not ``Bearer <key>``.
     """
-    # Not FastAPI's HTTPBearer: as a dependency it declares its scheme in the OpenAPI
-    # document, whose contract then wants 401 or 403 for every wrong key where the
-    # per-client limit answers 429, and with auto_error=False it passes over a
-    # malformed header, which is refused here.
+    # Not FastAPI's HTTPBearer: its scheme in the OpenAPI document asks 401 or 403 of
+    # every wrong key (the per-client limit answers 429), and with auto_error=False it
+    # passes over a malformed header, which is refused here.
     authorization = request.headers.get("authorization")
     if authorization is not None:
         scheme, _, credentials = authorization.partition(" ")

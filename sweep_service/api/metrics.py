@@ -52,8 +52,8 @@ class ApiMetrics:
 class MetricsMiddleware(HttpMiddleware):
     """Times every HTTP request and counts it under its route template
     (``/v1/sweeps/{sweep_id}``, never the concrete path); ``templates`` maps each
-    endpoint function to its template. No installed library counts an app's requests:
-    ``prometheus_client`` serves and collects metrics, it does not instrument an app."""
+    endpoint function to its template; no library here does (``prometheus_client``
+    collects and serves metrics, it does not instrument an app)."""
 
     def __init__(self, app: ASGIApp, metrics: ApiMetrics, templates: Mapping[Any, str]) -> None:
         super().__init__(app)
