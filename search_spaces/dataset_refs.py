@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Discriminator, Field
 
 from search_spaces.data_roots import OutsideRootsError, inside_roots, local_folder, not_a_folder
-from search_spaces.datasets import DATASETS, DatasetInfo, FileFormat, Split, TaskKind, get_dataset
+from search_spaces.datasets import (
+    DATASETS,
+    DatasetInfo,
+    FileFormat,
+    Split,
+    TaskKind,
+    UnknownDatasetError,
+    get_dataset,
+)
 from search_spaces.errors import ClosedModel, brief, rule_error, shape_tag
 
 PATH_PART_BYTES = 255  # a file name's limit on Linux's and macOS's file systems
@@ -155,6 +163,20 @@ def dataset_label(dataset: DatasetRef | dict) -> str:
     if isinstance(dataset, dict):
         dataset = (HubDataset if "hub" in dataset else LocalDataset).model_validate(dataset)
     return dataset if isinstance(dataset, str) else dataset.label
+
+
+def check_known(dataset: DatasetRef, path: str = "") -> DatasetRef:
+    """``dataset``, once a catalogue name is one the catalogue holds.
+
+    Raises:
+        PydanticCustomError: an unknown name, at ``path``, listing the valid ones.
+    """
+    if isinstance(dataset, str):
+        try:
+            get_dataset(dataset)
+        except UnknownDatasetError as error:
+            raise rule_error(str(error), path) from None
+    return dataset
 
 
 def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:

@@ -41,16 +41,8 @@ from search_spaces.dataset_refs import BoundedPath, dataset_label
 from search_spaces.errors import rule_error, shape_tag
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
-from search_spaces.sections import (
-    Int,
-    ResourcesSpec,
-    SchedulerSpec,
-    SearchSpec,
-    Section,
-    SeedsUntil,
-    TaskSpec,
-    TrainingSpec,
-)
+from search_spaces.sections import Int, Section, SeedsUntil, TrainingSpec
+from search_spaces.sweep_sections import ResourcesSpec, SchedulerSpec, SearchSpec, TaskSpec
 from search_spaces.tuning import TuneSpec, max_epochs
 
 MAX_SEED = 2**32 - 1  # numpy's seeding range
