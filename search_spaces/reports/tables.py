@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import pandas as pd
 
@@ -19,27 +19,18 @@ from search_spaces.reports.notes import grid_edges, precision_counts, tuned_sett
 from search_spaces.reports.paired import paired_test, with_significance
 from search_spaces.reports.sequential import cell_looks, rule_of, with_rule
 from search_spaces.reports.setup_block import setup_block
-from search_spaces.reports.tested import tested_scores
-from search_spaces.sections import trial_training
+from search_spaces.reports.tested import tested_metric, tested_scores
+from search_spaces.sections import Metric, trial_training
 from search_spaces.setup import reported_columns, setup_columns, trial_setup
 
+SEARCH_METRICS: tuple[str, ...] = get_args(Metric)
 METRICS = (
-    "eval_f1",
-    "eval_precision",
-    "eval_recall",
-    "eval_accuracy",
-    "eval_exact_match",
-    # NER as reading comprehension's official per-query span scores.
-    "eval_span_f1",
+    *SEARCH_METRICS,
+    # NER as reading comprehension's other official per-query span scores.
     "eval_span_precision",
     "eval_span_recall",
     # The reported checkpoint on the test split (training.score_test; reports.tested).
-    "test_f1",
-    "test_precision",
-    "test_recall",
-    "test_accuracy",
-    "test_exact_match",
-    "test_span_f1",
+    *map(tested_metric, SEARCH_METRICS),
     "train_loss",
     "epoch",
     "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
