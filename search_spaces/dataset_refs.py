@@ -234,7 +234,6 @@ def dataset_info(
         kind=kind,
         file_format=LOCAL_FORMATS[dataset.format][0],
         files=files,
-        hub_id="",
         description=f"local {dataset.format} data set at {dataset.path}",
         binary=is_binary(dataset, kind),
         labels=("0", "1") if kind == "pi" else (),
