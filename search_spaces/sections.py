@@ -288,8 +288,8 @@ def loss_key(loss: Mapping[str, Any]) -> str:
 def trial_training(config: Mapping[str, Any]) -> dict[str, Any]:
     """A trial config's training settings: in stage 2 of a two-stage sweep, its loss's
     chosen settings (``tuned_by_loss``, keyed by ``loss_key``) over the spec's. Stage
-    2's param space carries them as one constant (a value derived per trial with
-    ``sample_from`` did not survive Tune restoring the experiment)."""
+    2's param space carries them as one constant, which Tune keeps when it restores the
+    experiment."""
     chosen = (config.get("tuned_by_loss") or {}).get(loss_key(config["loss"])) or {}
     return {**dict(config.get("training") or {}), **chosen}
 

@@ -1,4 +1,4 @@
-"""The sweep spec (docs/DESIGN.md, "A sweep spec"): its model, its rules, its grid.
+"""The sweep spec (docs/sweeps.md, "The spec"): its model, its rules, its grid.
 
 A spec is YAML or JSON of the same shape on the command line and in the REST API::
 

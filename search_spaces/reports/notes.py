@@ -108,7 +108,8 @@ def tuned_text(
 def grid_edges(rows: pd.DataFrame) -> dict[str, dict[str, str]]:
     """Each loss whose stage-1 choice sits at an edge of its grid (``setup_tune_grid``):
     ``{"ce": {"learning_rate": "lowest of {0.0001, 0.0003}"}}``, which says the grid may
-    have been too narrow (the project's method notes, §3); empty without one."""
+    have been too narrow (docs/sweeps.md, "The setup a number comes from"); empty
+    without one."""
     if f"{PREFIX}tune_grid" not in rows or "loss" not in rows:
         return {}
     edges: dict[str, dict[str, str]] = {}

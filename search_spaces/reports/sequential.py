@@ -1,8 +1,8 @@
 """A table whose seeds ran until decided (``seeds: {min, max, until: decided}``): each
 cell's looks at its paired differences (``search_spaces.sequential.run_rule``), where
 it stopped and why, and its repeated confidence interval and p-value in place of the
-fixed-k ones (the project's method notes, §10: a cell never claims more than its
-rule allows).
+fixed-k ones: a cell never claims more than its rule allows (docs/sweeps.md, "Seeds
+until decided").
 
 The rule is read from the rows themselves (their setup field ``seeds``), so the
 driver, which follows it to choose each round's seeds, and every table of its trials
