@@ -11,8 +11,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sweep_service.api.hardening import HttpMiddleware
-
 UNMATCHED_ROUTE = "unmatched"  # one label for every unknown path: bounded cardinality
 
 
@@ -49,18 +47,20 @@ class ApiMetrics:
         return generate_latest(self.registry)
 
 
-class MetricsMiddleware(HttpMiddleware):
+class MetricsMiddleware:
     """Times every HTTP request and counts it under its route template
     (``/v1/sweeps/{sweep_id}``, never the concrete path); ``templates`` maps each
-    endpoint function to its template; no library here does (``prometheus_client``
-    collects and serves metrics, it does not instrument an app)."""
+    endpoint function to its template."""
 
     def __init__(self, app: ASGIApp, metrics: ApiMetrics, templates: Mapping[Any, str]) -> None:
-        super().__init__(app)
+        self.app = app
         self.metrics = metrics
         self.templates = templates
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
         status = 500  # what the server answers if the app raises before responding
 
