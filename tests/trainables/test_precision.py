@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +14,7 @@ import torch
 from torch import nn
 
 from search_spaces.sections import TrainingSpec
+from trainables.loop import build_optimizer, train_step
 from trainables.losses import build_loss
 from trainables.precision import (
     PrecisionUnavailableError,
@@ -25,7 +25,6 @@ from trainables.precision import (
     grad_scaler,
     resolve,
 )
-from trainables.step import step_context, train_step
 from trainables.tasks.tagging import Tagging
 
 CPU = torch.device("cpu")
@@ -93,9 +92,9 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
         logits = copy.deepcopy(model)(ids, batch["attention_mask"]).logits
     assert logits.dtype == torch.bfloat16
     expected = float(loss_fn(logits.float(), batch["labels"]))
-    context = step_context(model, task, loss_fn, training, CPU, total_steps=10)
-    assert context.precision == "bf16" and not context.scaler.is_enabled()
-    got = train_step(context, [batch])
+    optimizer, scheduler = build_optimizer(model, training, total_steps=10)
+    data = SimpleNamespace(task=task)
+    got = train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
     assert got == pytest.approx(expected, abs=1e-6, rel=0)
 
 
@@ -155,8 +154,7 @@ def test_explicit_settings_stand_on_a_cpu() -> None:
     assert resolve("auto", CPU) == "fp32"
     assert resolve("fp32", CPU) == "fp32"
     assert resolve("bf16", CPU) == "bf16"
-    assert not grad_scaler(CPU, "fp32").is_enabled()
-    assert not grad_scaler(CPU, "bf16").is_enabled()
+    assert grad_scaler(CPU, "fp32") is None
     assert isinstance(autocast(CPU, "fp32"), type(autocast(CPU, "fp32")))
     with autocast(CPU, "bf16"):
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
@@ -225,16 +223,13 @@ def test_a_scaled_step_updates_the_weights_as_the_plain_step_does() -> None:
     ids = torch.randint(0, 50, batch["labels"].shape, generator=torch.Generator().manual_seed(1))
     batch = {**batch, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
     training = TrainingSpec(precision="fp32", learning_rate=1e-2, grad_clip=0.5)
-    loss_fn = build_loss({"name": "dice"}, labels=TAGS)
+    loss_fn, data = build_loss({"name": "dice"}, labels=TAGS), SimpleNamespace(task=task)
     weights = []
-    for enabled in (False, True):
+    for scaler in (None, torch.amp.GradScaler("cpu", init_scale=2.0**16)):
         model = TinyTagger()
-        context = dataclasses.replace(
-            step_context(model, task, loss_fn, training, CPU, total_steps=10),
-            scaler=torch.amp.GradScaler("cpu", init_scale=2.0**16, enabled=enabled),
-        )
+        optimizer, scheduler = build_optimizer(model, training, total_steps=10)
         for _ in range(3):
-            train_step(context, [batch])
+            train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU, scaler)  # type: ignore[arg-type]
         weights.append(model.head.weight.detach().clone())
     assert not torch.equal(weights[0], TinyTagger().head.weight)  # the steps moved it
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)

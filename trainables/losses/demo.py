@@ -15,7 +15,8 @@ import time
 
 import torch
 
-from trainables.losses import build_loss, wce_weights
+from trainables.losses import build_loss
+from trainables.losses.modules import wce_weights
 
 SPECS = [
     {"name": "ce"},
