@@ -10,7 +10,8 @@
 #   (in the data folder of `local`, the owner a loopback service without keys serves);
 # - the service keeps its store, MLflow and Ray head under $STUDY_HOME, with its own
 #   ports, and runs under `nice -n $STUDY_NICE` (default 19); its log is
-#   $STUDY_HOME/serve.log.
+#   $STUDY_HOME/serve.log. Ray starts the trials' workers at niceness 19 whatever the
+#   service's; to give a trial a core, renice its worker's threads (/proc/PID/task/*).
 #
 # Submit a spec with `curl -X POST localhost:PORT/v1/sweeps -d @spec.json` and publish
 # a finished sweep with scripts/publish_study.py (docs/results/README.md).
