@@ -32,17 +32,10 @@ from docs_table import write_section
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
-from trainables.loop import (
-    batches,
-    build_optimizer,
-    grouped_order,
-    pick_device,
-    seed_everything,
-    to_device,
-    train_step,
-)
+from trainables.loop import batches, grouped_order, pick_device, seed_everything
 from trainables.losses import build_loss
 from trainables.modeling import build_model
+from trainables.step import step_context, to_device, train_step
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import DataRequest, TrialData, load_trial_data
 
@@ -156,7 +149,7 @@ def fine_tune(
     net = build_model(model, "ner", data.task.num_labels).to(device)
     loss_fn = build_loss(loss, labels=data.task.labels).to(device)
     training = TrainingSpec(learning_rate=LEARNING_RATE, batch_size=BATCH, max_steps=steps)
-    optimizer, scheduler = build_optimizer(net, training, steps)
+    context = step_context(net, data.task, loss_fn, training, device, steps)
     lengths = [len(f["input_ids"]) for f in data.train_features]
     rows: list[dict[str, float]] = []
     step, epoch = 0, 0
@@ -164,7 +157,7 @@ def fine_tune(
     while step < steps:
         order = grouped_order(lengths, seed, epoch, BATCH)
         for batch in batches(data, data.train_features, BATCH, order):
-            value = train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device)
+            value = train_step(context, [batch])
             step += 1
             if step % 10 == 0:
                 print(

@@ -28,9 +28,11 @@ from search_spaces.dataset_refs import dataset_info
 from search_spaces.precision_rule import Probe, sweep_precision
 from search_spaces.sections import TrainingSpec
 from search_spaces.settings import DicesweepSettings
-from trainables.loop import batches, epoch_order, pick_device, train_step
+from trainables.loop import batches, epoch_order, pick_device
 from trainables.losses import build_loss
 from trainables.modeling import build_model
+from trainables.precision import grad_scaler, model_width, resolve
+from trainables.step import StepContext, train_step
 from trainables.train import run_trial
 from trainables.trial_data import DataRequest, load_trial_data
 
@@ -118,13 +120,22 @@ def step_times(dataset: str, model: str, settings: DicesweepSettings, n_steps: i
         torch.manual_seed(0)
         net = build_model(model, data.info.kind, data.task.num_labels).to(device)
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-        setups[key] = (net, build_loss(spec).to(device), optimizer, scheduler)
+        precision = resolve(training.precision, device, model_width(net))
+        setups[key] = StepContext(
+            model=net,
+            task=data.task,
+            loss_fn=build_loss(spec).to(device),
+            optimizer=optimizer,
+            scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0),
+            device=device,
+            precision=precision,
+            scaler=grad_scaler(device, precision),
+            grad_clip=training.grad_clip,
+        )
     for index, batch in enumerate(fixed):
         for key in ("ce", "dsc") if index % 2 == 0 else ("dsc", "ce"):
-            net, loss_fn, optimizer, scheduler = setups[key]
             start = time.perf_counter()
-            train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device)
+            train_step(setups[key], [batch])
             if index > 0:  # the first step warms caches
                 times[key].append(time.perf_counter() - start)
     ce, dsc = statistics.median(times["ce"]), statistics.median(times["dsc"])

@@ -37,9 +37,10 @@ from gpu_check_report import Check, print_summary, resolution
 from search_spaces.dataset_refs import dataset_info
 from search_spaces.sections import Precision, TrainingSpec
 from search_spaces.settings import DicesweepSettings, isolate_ray
-from trainables.loop import batches, build_optimizer, fit, seed_everything, to_device, train_step
+from trainables.loop import batches, fit, seed_everything
 from trainables.losses import build_loss
-from trainables.precision import DTYPES, autocast, batch_loss, grad_scaler, resolve
+from trainables.precision import DTYPES, autocast, batch_loss
+from trainables.step import step_context, to_device, train_step
 from trainables.tasks import model_inputs
 from trainables.trial_data import DataRequest, TrialData, load_trial_data
 
@@ -178,32 +179,27 @@ def loss_checks(trials: list[dict[str, Any]]) -> list[Check]:
 def head_step(data: TrialData, model: str, precision: Precision, scale: Scale) -> dict[str, Any]:
     """A task head's forward pass on one batch under ``precision``'s autocast (each
     output's shape and dtype, the loss's dtype), then ``scale.head_steps`` optimiser
-    steps of ``trainables.loop.train_step`` on it."""
+    steps of ``trainables.step.train_step`` on it."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     fresh_peak(device)
     seed_everything(0)
     net: Any = data.task.build_model(model).to(device)  # QueryNer too: not a PreTrainedModel
-    resolved = resolve(precision, device)
     counts = data.task.class_counts(data.train_features)
     loss_fn = build_loss({"name": "dsc"}, class_counts=counts, labels=data.task.labels or None)
     loss_fn = loss_fn.to(device)
+    training = TrainingSpec(max_steps=scale.head_steps, precision=precision)
+    context = step_context(net, data.task, loss_fn, training, device, scale.head_steps)
     order = list(range(scale.batch_size))
     batch = next(batches(data, data.train_features, scale.batch_size, order))
     on_device = to_device(batch, device)
-    with autocast(device, resolved):
+    with autocast(device, context.precision):
         outputs = net(**model_inputs(on_device))
     loss = batch_loss(data.task.loss, outputs, on_device, loss_fn, device)
     fields = outputs.items() if hasattr(outputs, "items") else vars(outputs).items()
     shapes = {k: [list(v.shape), str(v.dtype)] for k, v in fields if isinstance(v, torch.Tensor)}
-    training = TrainingSpec(max_steps=scale.head_steps, precision=precision)
-    optimizer, scheduler = build_optimizer(net, training, scale.head_steps)
-    scaler = grad_scaler(device, resolved)
-    losses = [
-        train_step(net, [batch], data, loss_fn, optimizer, scheduler, training, device, scaler)
-        for _ in range(scale.head_steps)
-    ]
+    losses = [train_step(context, [batch]) for _ in range(scale.head_steps)]
     return {
-        "precision": resolved,
+        "precision": context.precision,
         "batch": list(on_device["input_ids"].shape),
         "outputs": shapes,
         "loss_dtype": str(loss.dtype),

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 
 from search_spaces.sections import TrainingSpec
-from trainables.loop import batches, build_optimizer, grouped_order, pick_device, train_step
+from trainables.loop import batches, grouped_order, pick_device
 from trainables.losses import build_loss
 from trainables.modeling import TINY_BERT, build_model
+from trainables.step import step_context, train_step
 
 # (loop, precision): the set-ups, each timed once per repeat.
 SETUPS = [("ours", "fp32"), ("ours", "bf16"), ("Trainer", "fp32"), ("Trainer", "bf16")]
@@ -34,18 +35,18 @@ def fresh_model(data: Any, model: str, device: torch.device) -> Any:
 
 
 def ours_rate(data: Any, model: str, training: TrainingSpec, n_steps: int) -> float:
-    """Examples per second of ``trainables.loop.train_step`` over ``n_steps`` length-grouped
+    """Examples per second of ``trainables.step.train_step`` over ``n_steps`` length-grouped
     batches (``ce``, the loss in fp32, fused AdamW), in ``training.precision``."""
     device = pick_device()
     net = fresh_model(data, model, device)
-    optimizer, scheduler = build_optimizer(net, training, n_steps)
     lengths = [len(f["input_ids"]) for f in data.train_features]
     order = grouped_order(lengths, 0, 0, training.batch_size)[: training.batch_size * n_steps]
     loss_fn = build_loss({"name": "ce"}).to(device)
+    context = step_context(net, data.task, loss_fn, training, device, n_steps)
     net.train()
     start = time.perf_counter()
     for step in batches(data, data.train_features, training.batch_size, order):
-        train_step(net, [step], data, loss_fn, optimizer, scheduler, training, device)
+        train_step(context, [step])
     return training.batch_size * n_steps / (time.perf_counter() - start)
 
 

@@ -1,8 +1,9 @@
-"""The one schema of the losses' parameters (docs/LOSSES.md): one model per loss.
+"""The one schema of the losses' parameters (docs/losses.md): one model per loss.
 
-Each parameter's default, type and range is written here once. The service and the
-sweep driver refuse a bad spec with these models before a trial starts, and
-``trainables.losses.build_loss`` validates through them before it builds the math.
+Each parameter's name, default, type, range and meaning is written here once. The
+service and the sweep driver refuse a bad spec with these models before a trial
+starts; ``trainables.losses.build_loss`` validates through them and hands the model
+itself to the math.
 A loss spec is ``{"name": <key>, **params}``; unset parameters take the defaults
 below. What a loss needs from the training data (``from_data``, e.g. ``wce``'s
 ``class_counts``) is declared on its model and supplied by the trainable.
@@ -14,7 +15,7 @@ bounded.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -48,6 +49,13 @@ OhemRule = Literal["hardest", "official"]
 Tag = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 # The tag ``classes: foreground`` leaves out when the spec names none: BIO's outside tag.
 DEFAULT_BACKGROUND = "O"
+
+
+def wce_weights(class_counts: Sequence[int], k: float) -> list[float]:
+    """Class weights of eq. 2, ``w_t = log10((n - n_t)/n_t + k)``, from the training
+    set's count of each class."""
+    total = sum(class_counts)
+    return [math.log10((total - n_t) / n_t + k) for n_t in class_counts]
 
 
 class LossSpecError(ValueError):
@@ -88,8 +96,9 @@ class WceSpec(_LossSpec):
     def _positive_weights(self) -> WceSpec:
         counts = self.class_counts or ()
         total = sum(counts)
-        for index, n_t in enumerate(counts):
-            if math.log10((total - n_t) / n_t + self.k) <= 0:
+        weights = wce_weights(counts, self.k)
+        for index, (n_t, weight) in enumerate(zip(counts, weights, strict=True)):
+            if weight <= 0:
                 raise ValueError(
                     f"k={self.k} makes the weight of class {index} (count {n_t} of {total}) "
                     f"<= 0: k must exceed 1 - (n - n_t)/n_t = {1 - (total - n_t) / n_t:.4g}"
@@ -107,17 +116,28 @@ class FocalSpec(_LossSpec):
     prob_offset: Annotated[_Number, Field(ge=0.0, le=0.1)] = 0.0
 
 
-class _OverlapSpec(_LossSpec):
-    """The dice family's reduction over classes (``classes``). ``classes: foreground``
-    averages every class but ``background`` (default ``"O"``), a tag of the task's
-    ``labels``, which the trainable supplies; a spec names ``background`` only with it.
+class OverlapSpec(_LossSpec):
+    """The dice family's shared parameters, each loss declaring them in its own order:
 
-    Raises (on validation): ``background`` without ``classes: foreground``, or a
-    background tag that is not among the supplied ``labels``.
+    - ``smooth`` s, added to the numerator and the denominator;
+    - ``square``: the denominator ``p^2 + y^2`` rather than ``p + y``;
+    - ``scope``: ``"example"`` averages the per-position loss over the valid positions,
+      ``"set"`` takes one score from sums over them (the paper's footnote 3);
+    - ``classes`` (``ClassReduction``); ``classes: foreground`` averages every class but
+      ``background`` (default ``"O"``), a tag of the task's ``labels``, which the
+      trainable supplies; a spec names ``background`` only with it;
+    - ``ohem_ratio`` and ``ohem_rule`` (``OhemRatio``, ``OhemRule``).
+
+    Raises (on validation): ``ohem_rule: official`` without an ``ohem_ratio``,
+    ``background`` without ``classes: foreground``, or a background tag that is not
+    among the supplied ``labels``.
     """
 
     from_data: ClassVar[tuple[str, ...]] = ("labels",)
     if TYPE_CHECKING:  # declared by each loss, in its own parameters' order
+        smooth: float
+        square: bool
+        scope: Scope
         classes: ClassReduction
         background: str | None
         ohem_ratio: float
@@ -125,7 +145,7 @@ class _OverlapSpec(_LossSpec):
         labels: tuple[str, ...] | None
 
     @model_validator(mode="after")
-    def _rule_needs_a_ratio(self) -> _OverlapSpec:
+    def _rule_needs_a_ratio(self) -> OverlapSpec:
         if self.ohem_rule != "hardest" and self.ohem_ratio == 0:
             raise ValueError(
                 f"ohem_rule {self.ohem_rule!r} chooses OHEM's negatives: it applies with "
@@ -134,7 +154,7 @@ class _OverlapSpec(_LossSpec):
         return self
 
     @model_validator(mode="after")
-    def _background_is_a_tag(self) -> _OverlapSpec:
+    def _background_is_a_tag(self) -> OverlapSpec:
         if self.background is not None and self.classes != "foreground":
             raise ValueError(
                 f"background names the tag that classes 'foreground' leaves out; "
@@ -155,10 +175,19 @@ class _OverlapSpec(_LossSpec):
             return None
         return DEFAULT_BACKGROUND if self.background is None else self.background
 
+    @property
+    def background_index(self) -> int | None:
+        """The class index ``classes: foreground`` leaves out: ``background_tag`` among
+        ``labels``. ``None`` with another reduction, or without labels (binary inputs
+        have one class and need none)."""
+        tag = self.background_tag
+        if tag is None or self.labels is None:
+            return None
+        return self.labels.index(tag)
 
-class DiceSpec(_OverlapSpec):
-    """Dice loss (eq. 7; eq. 6 with ``square=False``); ``ohem_ratio > 0`` keeps, per
-    class, the positives and only the hardest ``ohem_ratio x positives`` negatives."""
+
+class DiceSpec(OverlapSpec):
+    """Dice loss (eq. 7; eq. 6 with ``square=False``)."""
 
     name: Literal["dice"] = "dice"
     smooth: Smooth = 1.0
@@ -171,10 +200,10 @@ class DiceSpec(_OverlapSpec):
     labels: tuple[Tag, ...] | None = None
 
 
-class TverskySpec(_OverlapSpec):
+class TverskySpec(OverlapSpec):
     """Tversky loss (eq. 9): ``alpha`` weighs false positives, ``beta`` false negatives;
     ``square=True`` squares both soft terms (``alpha p^2 (1-y)``, ``beta (1-p)^2 y``),
-    so that ``alpha = beta = 1/2`` is squared dice; ``ohem_ratio`` as for dice."""
+    so that ``alpha = beta = 1/2`` is squared dice with smoothing ``2 s``."""
 
     name: Literal["tversky"] = "tversky"
     alpha: UnitInterval = 0.5
@@ -189,10 +218,9 @@ class TverskySpec(_OverlapSpec):
     labels: tuple[Tag, ...] | None = None
 
 
-class DscSpec(_OverlapSpec):
+class DscSpec(OverlapSpec):
     """Self-adjusting dice (eq. 11/12) with ``q = (1 - p)^alpha p``. The official code's
-    recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs);
-    ``ohem_ratio`` as for dice."""
+    recipes are ``OFFICIAL_RECIPES`` (they differ between binary and multi-class inputs)."""
 
     name: Literal["dsc"] = "dsc"
     alpha: UnitInterval = 1.0

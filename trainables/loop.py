@@ -1,7 +1,7 @@
 """The fine-tuning loop of one trial: named steps, resumable from a checkpoint.
 
-``fit`` builds the model and the loss, trains with AdamW, linear warm-up,
-gradient clipping and dynamic padding, evaluates every epoch (or every N
+``fit`` builds the model and the loss, trains on dynamically padded batches
+(each optimiser step: ``trainables.step``), evaluates every epoch (or every N
 steps) and hands each evaluation, with a checkpoint, to a ``Reporter`` (Ray
 Tune inside a sweep, the terminal for a single run). A checkpoint holds the
 model, optimiser, scheduler, step and RNG states, the best evaluation and the
@@ -21,7 +21,7 @@ import math
 import random
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -29,25 +29,15 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import torch
 from torch import nn
-from transformers import (
-    PreTrainedModel,
-    get_linear_schedule_with_warmup,
-    get_polynomial_decay_schedule_with_warmup,
-)
+from transformers import PreTrainedModel
 
 from search_spaces.sections import TrainingSpec
 from trainables.checkpoints import CHECKPOINT_FILE as CHECKPOINT_FILE  # re-exported
 from trainables.checkpoints import load_best_weights, load_checkpoint, save_checkpoint
 from trainables.losses import build_loss
 from trainables.modeling import TINY_BERT, init_heads_as_encoder
-from trainables.precision import (
-    Resolved,
-    autocast,
-    batch_loss,
-    grad_scaler,
-    model_width,
-    resolve,
-)
+from trainables.precision import Resolved, autocast
+from trainables.step import step_context, to_device, train_step
 from trainables.tasks import Batch, model_inputs
 from trainables.trial_data import TrialData
 
@@ -109,38 +99,6 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def build_optimizer(
-    model: nn.Module, training: TrainingSpec, total_steps: int
-) -> tuple[torch.optim.Optimizer, Any]:
-    """AdamW (``training.adam_epsilon``) without weight decay on biases and LayerNorm
-    weights; linear warm-up over ``warmup_ratio`` of ``total_steps``, then
-    ``training.decay`` (linear to 0, or polynomial to ``end_factor`` × the rate)."""
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        (no_decay if parameter.ndim < 2 or "LayerNorm" in name else decay).append(parameter)
-    # The fused kernel updates every parameter in one pass (CPU and CUDA): the optimiser
-    # step is a fixed cost per step, a large share of short-sequence steps (NER).
-    fused = next(model.parameters()).device.type in ("cpu", "cuda")
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": training.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=training.learning_rate,
-        eps=training.adam_epsilon,
-        fused=fused,
-    )
-    warmup = int(training.warmup_ratio * total_steps)
-    shape = training.decay
-    if shape.kind == "linear":
-        return optimizer, get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
-    end = shape.end_factor * training.learning_rate
-    scheduler = get_polynomial_decay_schedule_with_warmup(
-        optimizer, warmup, total_steps, lr_end=end, power=shape.power
-    )
-    return optimizer, scheduler
-
-
 def batches(data: TrialData, features: list[Any], size: int, order: list[int]) -> Iterator[Batch]:
     pad = data.tokenizer.pad_token_id or 0
     for start in range(0, len(order), size):
@@ -166,10 +124,6 @@ def grouped_order(lengths: list[int], seed: int, epoch: int, batch_size: int) ->
         sorted(order[i : i + size], key=lambda j: -lengths[j]) for i in range(0, len(order), size)
     )
     return [index for group in groups for index in group]
-
-
-def to_device(batch: Batch, device: torch.device) -> Batch:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
 @torch.no_grad()
@@ -250,27 +204,26 @@ def fit(
     if training.head_init == "encoder":
         init_heads_as_encoder(model)
     model = model.to(device)
-    precision = resolve(training.precision, device, model_width(model))
-    scaler = grad_scaler(device, precision)
     counts = data.task.class_counts(data.train_features)
     # Span tasks name no classes (their losses see binary start/end inputs): no labels.
     labels = data.task.labels or None
     loss_fn = build_loss(loss_spec, class_counts=counts, labels=labels).to(device)
     steps_per_epoch = training.steps_per_epoch(len(data.train_features))
     total_steps = training.total_steps(steps_per_epoch)
-    optimizer, scheduler = build_optimizer(model, training, total_steps)
+    context = step_context(model, data.task, loss_fn, training, device, total_steps)
+    precision = context.precision
     progress = Progress()
     best: dict[str, torch.Tensor] | None = None  # the best evaluation's weights (checkpoint best)
     resumed = reporter.latest_checkpoint()
     if resumed is not None:
-        progress = Progress(**load_checkpoint(resumed, model, optimizer, scheduler, scaler))
+        progress = Progress(**load_checkpoint(resumed, context))
         best = load_best_weights(resumed)
     model.train()
     last: dict[str, Any] = {}
     started = time.perf_counter()
     lengths = [len(feature["input_ids"]) for feature in data.train_features]
     per_step = training.batch_size * training.grad_accumulation
-    # A checkpoint from before stop reasons were kept ends at the last step, unmarked.
+    # A checkpoint may end at the last step without a stop reason: nothing is left to do.
     while progress.stop_reason is None and progress.step < total_steps:
         epoch, skip = divmod(progress.step, steps_per_epoch)
         if training.group_by_length:
@@ -278,9 +231,7 @@ def fit(
         else:
             order = epoch_order(len(lengths), seed, epoch)
         for micro_batches in step_batches(data, order[skip * per_step :], training):
-            loss = train_step(
-                model, micro_batches, data, loss_fn, optimizer, scheduler, training, device, scaler
-            )
+            loss = train_step(context, micro_batches)
             progress.step += 1
             if not math.isfinite(loss):
                 raise TrialDiverged(progress.step, loss)
@@ -312,10 +263,7 @@ def fit(
                     last.update(score_test(model, best, data, training, device, precision))
             with tempfile.TemporaryDirectory(prefix="dicesweep-ckpt-") as folder:
                 finished = progress.stop_reason is not None
-                state = progress.__dict__
-                save_checkpoint(
-                    Path(folder), model, optimizer, scheduler, state, finished, scaler, best
-                )
+                save_checkpoint(Path(folder), context, progress.__dict__, finished, best)
                 reporter.report(last, Path(folder))
             if progress.stop_reason is not None:
                 break
@@ -377,46 +325,3 @@ def final_metrics(
         final.update(progress.best)
         final[f"last_{metric}"] = last.get(metric, math.nan)
     return final
-
-
-def train_step(
-    model: PreTrainedModel,
-    micro_batches: Sequence[Batch],
-    data: TrialData,
-    loss_fn: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    training: TrainingSpec,
-    device: torch.device,
-    scaler: torch.amp.GradScaler | None = None,
-) -> float:
-    """One optimiser step over ``micro_batches`` (``step_batches``), the forward pass in
-    ``training.precision`` (resolved for ``device``) and the loss in fp32; returns the
-    step's loss, the mean of its micro-batches' losses. Each micro-batch's loss is
-    divided by their count before its backward pass, so the summed gradients are those
-    of the mean: for a loss that is a mean over equal-sized micro-batches, the step is
-    that of one batch holding them all. fp16 takes the ``scaler`` of
-    ``trainables.precision.grad_scaler``: the loss is scaled before the backward pass,
-    the gradients unscaled before clipping, and a step whose gradients overflowed is
-    skipped (``GradScaler``'s rule)."""
-    optimizer.zero_grad(set_to_none=True)
-    resolved = resolve(training.precision, device, model_width(model))
-    total = 0.0
-    for batch in micro_batches:
-        batch = to_device(batch, device)
-        with autocast(device, resolved):
-            outputs = model(**model_inputs(batch))
-        loss = batch_loss(data.task.loss, outputs, batch, loss_fn, device) / len(micro_batches)
-        (loss if scaler is None else scaler.scale(loss)).backward()
-        total += float(loss.detach())
-    if scaler is not None:
-        scaler.unscale_(optimizer)
-    if training.grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), training.grad_clip)
-    if scaler is None:
-        optimizer.step()
-    else:
-        scaler.step(optimizer)
-        scaler.update()
-    scheduler.step()
-    return total

@@ -1,8 +1,9 @@
 """Whether a trial's ``model`` can be loaded, said in one line before any data is read.
 
-Offline, a hub id that is not in the Hugging Face cache used to end a one-trial run
-after its data was read and tokenised (80 s) in transformers' many-line ``OSError``; the
-check here costs a look in the cache, or one small download (the model's config).
+Without it, a hub id that cannot load (offline and not in the Hugging Face cache)
+would fail only after the data is read and tokenised, in transformers' many-line
+``OSError``; the check costs a look in the cache, or one small download (the model's
+config).
 """
 
 from __future__ import annotations

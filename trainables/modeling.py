@@ -64,8 +64,7 @@ def tiny_tokenizer(texts: Iterable[str], cache_dir: Path, key: str) -> PreTraine
 
     Every trial of a sweep asks for the same ``key`` (the data set and variant), so
     they share one vocabulary; a file lock keeps concurrent trials from building it
-    twice. (The ``words-`` folders replace the trained vocabularies cached before,
-    which differed from process to process.)
+    twice.
     """
     folder = cache_dir / "tokenizers" / f"words-{key}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,9 @@ answers for the device the trial got:
 
 - ``auto``: bf16 on a CUDA GPU that supports it, fp16 with a gradient scaler on one
   that does not; fp32 on a CPU. Whether bf16 pays on a CPU depends on the chip, not on
-  its flags (an AMD EPYC stepped MiniLM-L6 about 1.5x faster in bf16, an Intel Xeon
-  with AVX-512 BF16 and no AMX at 0.63-0.71x of fp32's speed: docs/benchmarks.md), and
-  a timing probe at a trial's start decides it differently in two processes on a busy
-  machine, so the same spec would give other numbers: ``auto`` does not guess there.
+  its flags (docs/benchmarks.md), and a timing probe at a trial's start would decide
+  differently in two processes on a busy machine, giving the same spec other numbers:
+  ``auto`` does not guess there.
   Ask for ``bf16`` where the benchmark says it pays; its F1 matches fp32's within what
   3 seeds resolve (docs/sweeps.md).
 - ``bf16``: bf16 autocast on any device; a CPU without native bf16 emulates it, and
@@ -114,7 +113,7 @@ def model_width(model: torch.nn.Module) -> int | None:
     return width if isinstance(width, int) else None
 
 
-@cache  # train_step asks every step; the choice and its warnings are logged once
+@cache  # a process's trials share the choice, and its warnings are logged once
 def resolve(requested: str, device: torch.device, width: int | None = None) -> Resolved:
     """The precision a trial on ``device`` trains in for ``training.precision``;
     ``width`` (the model's hidden size) lets ``bf16`` on a CPU measure whether it pays
@@ -158,9 +157,10 @@ def autocast(device: torch.device, precision: Resolved) -> AbstractContextManage
     return torch.autocast(device_type=device.type, dtype=DTYPES[precision])
 
 
-def grad_scaler(device: torch.device, precision: Resolved) -> torch.amp.GradScaler | None:
-    """fp16's loss scaler (small gradients would flush to zero in fp16), else None."""
-    return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+def grad_scaler(device: torch.device, precision: Resolved) -> torch.amp.GradScaler:
+    """The loss scaler, enabled in fp16 only (small gradients would flush to zero there);
+    disabled, it passes the loss, the gradients and the optimiser's step through."""
+    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
 
 def batch_loss(

@@ -4,13 +4,13 @@ The ``tokenizers`` WordPiece trainer is not deterministic across processes: its
 counts live in Rust hash maps seeded per process, so ties between merges fall
 differently and the same texts give another vocabulary (another token set, in
 another order) in each process. tiny-bert's embeddings are initialised by row, so
-another vocabulary is another model: the same trial gave another score through
-``dicesweep run`` than through the service. This vocabulary depends on the texts
-only: the special tokens, every character alone and as a ``##`` continuation, the
-most frequent whole words for half of the rest, then the most frequent word starts
-(2-5 characters) and ``##`` continuations (2-4 characters) (ties in alphabetical
-order throughout). WordPiece splits a word outside it into its longest known start
-and continuations, so a word seen once costs a few tokens, not one per character.
+another vocabulary is another model, and the same trial would score otherwise in
+another process. This vocabulary depends on the texts only: the special tokens,
+every character alone and as a ``##`` continuation, the most frequent whole words
+for half of the rest, then the most frequent word starts (2-5 characters) and ``##``
+continuations (2-4 characters) (ties in alphabetical order throughout). WordPiece
+splits a word outside it into its longest known start and continuations, so a word
+seen once costs a few tokens, not one per character.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class TestLossContract:
 
     @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
     def test_finite_at_extreme_logits(self, spec: dict[str, Any], dtype: torch.dtype) -> None:
-        # +-100 in every dtype: p rounds to exactly 0 or 1 (LOSSES.md: the official dsc
+        # +-100 in every dtype: p rounds to exactly 0 or 1 (docs/losses.md: the official dsc
         # goes NaN from logit 16.75 in fp32, 8.5 in fp16, 6.25 in bf16).
         logits, target = tagging_batch()
         extreme = (torch.sign(logits) * 100.0).to(dtype).requires_grad_()

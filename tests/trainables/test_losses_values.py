@@ -1,4 +1,4 @@
-"""Golden values computed by hand, the equivalences of LOSSES.md, and parameter errors."""
+"""Golden values computed by hand, the equivalences of docs/losses.md, and parameter errors."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_dsc_with_alpha_zero_equals_dice(square: bool, scope: str, binary: bool)
 
 
 def reference_binary_loss(spec: dict, logits: torch.Tensor, target: torch.Tensor, mask):
-    """The equations of LOSSES.md written out plainly, on the valid positions only."""
+    """The equations of docs/losses.md written out plainly, on the valid positions only."""
     keep = (target != -100) & mask
     p, y = torch.sigmoid(logits[keep]), target[keep]
     smooth, square = spec.get("smooth", 1.0), spec.get("square", spec["name"] == "dice")

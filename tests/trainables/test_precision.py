@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +15,6 @@ import torch
 from torch import nn
 
 from search_spaces.sections import TrainingSpec
-from trainables.loop import build_optimizer, train_step
 from trainables.losses import build_loss
 from trainables.precision import (
     PrecisionUnavailableError,
@@ -25,6 +25,7 @@ from trainables.precision import (
     grad_scaler,
     resolve,
 )
+from trainables.step import step_context, train_step
 from trainables.tasks.tagging import Tagging
 
 CPU = torch.device("cpu")
@@ -92,9 +93,9 @@ def test_a_bf16_training_step_reports_the_fp32_loss_of_its_bf16_logits(
         logits = copy.deepcopy(model)(ids, batch["attention_mask"]).logits
     assert logits.dtype == torch.bfloat16
     expected = float(loss_fn(logits.float(), batch["labels"]))
-    optimizer, scheduler = build_optimizer(model, training, total_steps=10)
-    data = SimpleNamespace(task=task)
-    got = train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
+    context = step_context(model, task, loss_fn, training, CPU, total_steps=10)
+    assert context.precision == "bf16" and not context.scaler.is_enabled()
+    got = train_step(context, [batch])
     assert got == pytest.approx(expected, abs=1e-6, rel=0)
 
 
@@ -154,7 +155,8 @@ def test_explicit_settings_stand_on_a_cpu() -> None:
     assert resolve("auto", CPU) == "fp32"
     assert resolve("fp32", CPU) == "fp32"
     assert resolve("bf16", CPU) == "bf16"
-    assert grad_scaler(CPU, "fp32") is None
+    assert not grad_scaler(CPU, "fp32").is_enabled()
+    assert not grad_scaler(CPU, "bf16").is_enabled()
     assert isinstance(autocast(CPU, "fp32"), type(autocast(CPU, "fp32")))
     with autocast(CPU, "bf16"):
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
@@ -223,13 +225,16 @@ def test_a_scaled_step_updates_the_weights_as_the_plain_step_does() -> None:
     ids = torch.randint(0, 50, batch["labels"].shape, generator=torch.Generator().manual_seed(1))
     batch = {**batch, "input_ids": ids, "attention_mask": torch.ones_like(ids)}
     training = TrainingSpec(precision="fp32", learning_rate=1e-2, grad_clip=0.5)
-    loss_fn, data = build_loss({"name": "dice"}, labels=TAGS), SimpleNamespace(task=task)
+    loss_fn = build_loss({"name": "dice"}, labels=TAGS)
     weights = []
-    for scaler in (None, torch.amp.GradScaler("cpu", init_scale=2.0**16)):
+    for enabled in (False, True):
         model = TinyTagger()
-        optimizer, scheduler = build_optimizer(model, training, total_steps=10)
+        context = dataclasses.replace(
+            step_context(model, task, loss_fn, training, CPU, total_steps=10),
+            scaler=torch.amp.GradScaler("cpu", init_scale=2.0**16, enabled=enabled),
+        )
         for _ in range(3):
-            train_step(model, [batch], data, loss_fn, optimizer, scheduler, training, CPU, scaler)  # type: ignore[arg-type]
+            train_step(context, [batch])
         weights.append(model.head.weight.detach().clone())
     assert not torch.equal(weights[0], TinyTagger().head.weight)  # the steps moved it
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-5, atol=1e-6)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -23,9 +22,10 @@ from search_spaces.setup import trial_setup
 from tests.trainables.test_precision import CPU, TAGS, TinyTagger, tagging_batch
 from tests.trainables.test_train import Recorder, toy_config
 from trainables.checkpoints import CHECKPOINT_FILE
-from trainables.loop import build_optimizer, evaluate, train_step
+from trainables.loop import evaluate
 from trainables.losses import build_loss
 from trainables.precision import resolve
+from trainables.step import build_optimizer, step_context, train_step
 from trainables.train import data_request, parse_config, run_trial, trial_model
 from trainables.trial_data import load_trial_data
 
@@ -47,13 +47,12 @@ def test_two_accumulated_halves_step_as_one_batch_of_both() -> None:
         {k: v[8:] for k, v in whole.items()},
     ]
     loss_fn = build_loss({"name": "ce"}, labels=TAGS)
-    data = SimpleNamespace(task=task)
     results = []
     for micro_batches, accumulation in (([whole], 1), (halves, 2)):
         model = TinyTagger()
         training = TrainingSpec(grad_accumulation=accumulation, grad_clip=None, batch_size=8)
-        optimizer, scheduler = build_optimizer(model, training, total_steps=10)
-        loss = train_step(model, micro_batches, data, loss_fn, optimizer, scheduler, training, CPU)  # type: ignore[arg-type]
+        context = step_context(model, task, loss_fn, training, CPU, total_steps=10)
+        loss = train_step(context, micro_batches)
         grads = {name: p.grad.clone() for name, p in model.named_parameters()}  # type: ignore[union-attr]
         results.append((loss, grads))
     (one_loss, one_grads), (two_loss, two_grads) = results

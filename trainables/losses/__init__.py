@@ -5,7 +5,7 @@ as ``loss(logits, target, mask=None)``. The parameters' schema is
 ``search_spaces.losses``; the math is here. See docs/losses.md for the equations.
 """
 
-from search_spaces.losses import OFFICIAL_RECIPES, loss_parameters
+from search_spaces.losses import OFFICIAL_RECIPES, loss_parameters, wce_weights
 from trainables.losses.functional import (
     ce_loss,
     dice_loss,
@@ -23,7 +23,6 @@ from trainables.losses.modules import (
     FocalLoss,
     TverskyLoss,
     WCELoss,
-    wce_weights,
 )
 from trainables.losses.registry import LOSSES, build_loss
 

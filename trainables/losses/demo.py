@@ -15,8 +15,7 @@ import time
 
 import torch
 
-from trainables.losses import build_loss
-from trainables.losses.modules import wce_weights
+from trainables.losses import build_loss, wce_weights
 
 SPECS = [
     {"name": "ce"},

@@ -2,12 +2,10 @@
 
 Li et al., "Dice Loss for Data-imbalanced NLP Tasks" (ACL 2020), section 3 and
 Table 2; docs/losses.md. The two input forms (binary, multi-class) and their masks
-are described in :mod:`trainables.losses.inputs`. Each class is a one-vs-rest
-binary problem; the dice family reduces its per-class losses with ``classes``:
-their mean (a macro average, ours), their sum (the official code's multi-class
-scripts, ``OFFICIAL_RECIPES``) or the mean over every class but ``background`` (a
-tagger's entity tags without ``O``; binary inputs have one class, the positive, so
-there ``foreground`` is the mean and ``background`` is not read).
+are described in :mod:`trainables.losses.inputs`. A loss's parameters arrive as its
+validated model from ``search_spaces.losses`` (``spec``), where each is declared and
+described. Each class is a one-vs-rest binary problem; the dice family reduces its
+per-class losses as ``classes`` says (``_over_classes``).
 
 Numerical safeguards: ``1 - p`` is never formed by subtraction where a power of
 it is taken (``log(1 - p)`` comes from ``logsigmoid(-z)`` or the other classes'
@@ -26,13 +24,12 @@ keeps instead (``_official_ohem_weight``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from search_spaces.losses import DiceSpec, DscSpec, FocalSpec, OverlapSpec, TverskySpec
 from trainables.losses.inputs import (
     IGNORE_INDEX,
     Flat,
@@ -40,10 +37,6 @@ from trainables.losses.inputs import (
     flatten_inputs,
     probabilities,
 )
-
-Scope = Literal["example", "set"]
-Classes = Literal["mean", "sum", "foreground"]
-OhemRule = Literal["hardest", "official"]
 
 
 def ce_loss(logits: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -74,18 +67,12 @@ def wce_loss(
 
 
 def focal_loss(
-    logits: Tensor,
-    target: Tensor,
-    mask: Tensor | None = None,
-    gamma: float = 2.0,
-    prob_offset: float = 0.0,
+    logits: Tensor, target: Tensor, mask: Tensor | None = None, *, spec: FocalSpec
 ) -> Tensor:
     """Focal loss (Lin et al. 2017; the paper's FL): ``-(1 - p_t)^gamma log p_t``,
-    averaged over valid positions; ``gamma = 0`` gives cross-entropy.
-
-    ``prob_offset`` ε > 0: ``p_t`` is read as ``(p_t + ε) / (1 + C ε)`` and ``1 - p_t``
-    as ``(1 - p_t + ε) / (1 + C ε)`` (``C = 2`` for binary inputs), the official code's
-    ``log(p + 1e-4)`` fed to its softmax (ε 1e-4).
+    averaged over valid positions. With ``prob_offset`` ε > 0, ``p_t`` is read as
+    ``(p_t + ε) / (1 + C ε)`` and ``1 - p_t`` as ``(1 - p_t + ε) / (1 + C ε)`` (``C = 2``
+    for binary inputs).
     """
     flat = flatten_inputs(logits, target, mask)
     if flat.binary:  # p_t is p for a positive, 1 - p for a negative: sigmoid(+-z)
@@ -96,103 +83,61 @@ def focal_loss(
         at_target = flat.target.unsqueeze(-1)
         log_pt = probs.log_p.gather(-1, at_target).squeeze(-1)
         log1m_pt = probs.log1m_p.gather(-1, at_target).squeeze(-1)
-    if prob_offset > 0:
+    if spec.prob_offset > 0:
         classes = 2 if flat.binary else flat.logits.shape[-1]
-        norm = math.log1p(classes * prob_offset)
-        log_pt = torch.log(torch.exp(log_pt) + prob_offset) - norm
-        log1m_pt = torch.log(torch.exp(log1m_pt) + prob_offset) - norm
-    return flat.mean_over_valid(-torch.exp(gamma * log1m_pt) * log_pt)
+        norm = math.log1p(classes * spec.prob_offset)
+        log_pt = torch.log(torch.exp(log_pt) + spec.prob_offset) - norm
+        log1m_pt = torch.log(torch.exp(log1m_pt) + spec.prob_offset) - norm
+    return flat.mean_over_valid(-torch.exp(spec.gamma * log1m_pt) * log_pt)
 
 
 def dice_loss(
-    logits: Tensor,
-    target: Tensor,
-    mask: Tensor | None = None,
-    smooth: float = 1.0,
-    square: bool = True,
-    scope: Scope = "example",
-    classes: Classes = "mean",
-    ohem_ratio: float = 0.0,
-    background: int | None = None,
-    ohem_rule: OhemRule = "hardest",
+    logits: Tensor, target: Tensor, mask: Tensor | None = None, *, spec: DiceSpec
 ) -> Tensor:
-    """Dice loss, eq. 7 (squared denominator) or eq. 6 (``square=False``).
-
-    Per position and class: ``1 - (2 p y + s) / (p^2 + y^2 + s)``, or with the
-    linear denominator ``p + y + s``. ``ohem_ratio > 0``: only some negatives count
-    (``ohem_rule``, as the module says).
-    ``background``: the class index ``classes="foreground"`` leaves out.
-    """
+    """Dice loss, eq. 7 (squared denominator) or eq. 6 (``square=False``): per position
+    and class ``1 - (2 p y + s) / (p^2 + y^2 + s)``, or ``p + y + s`` below the line."""
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
-    numer, denom = _dice_terms(probs.p, probs.y, square)
-    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
-    return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
+    numer, denom = _dice_terms(probs.p, probs.y, spec.square)
+    return _overlap(numer, denom, flat, probs, spec)
 
 
 def tversky_loss(
-    logits: Tensor,
-    target: Tensor,
-    mask: Tensor | None = None,
-    alpha: float = 0.5,
-    beta: float = 0.5,
-    smooth: float = 1.0,
-    scope: Scope = "example",
-    classes: Classes = "mean",
-    square: bool = False,
-    ohem_ratio: float = 0.0,
-    background: int | None = None,
-    ohem_rule: OhemRule = "hardest",
+    logits: Tensor, target: Tensor, mask: Tensor | None = None, *, spec: TverskySpec
 ) -> Tensor:
     """Tversky loss, eq. 9: ``1 - (p y + s) / (p y + alpha p (1-y) + beta (1-p) y + s)``.
 
-    ``alpha`` weighs false positives, ``beta`` false negatives. With
-    ``alpha = beta = 0.5`` it equals linear dice with smoothing ``2 s``.
+    With ``alpha = beta = 0.5`` it equals linear dice with smoothing ``2 s``.
     ``square=True`` squares the soft false positive and false negative,
     ``alpha p^2 (1-y) + beta (1-p)^2 y``: since ``p^2 + y^2 = 2 p y + p^2 (1-y) +
     (1-p)^2 y`` for ``y`` in {0, 1}, ``alpha = beta = 0.5`` is then squared dice with
-    smoothing ``2 s``. ``ohem_ratio`` and ``background`` as for :func:`dice_loss`.
+    smoothing ``2 s``.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
     p, y = probs.p, probs.y
-    power = 2 if square else 1
+    power = 2 if spec.square else 1
     true_positive = p * y
     false_positive = p**power * (1 - y)
     false_negative = torch.exp(power * probs.log1m_p) * y  # (1 - p)^power, never 1 - p
-    denom = true_positive + alpha * false_positive + beta * false_negative
-    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
-    reduction = _Reduction(classes, background)
-    return _overlap(true_positive, denom, flat, smooth, scope, reduction, counted)
+    denom = true_positive + spec.alpha * false_positive + spec.beta * false_negative
+    return _overlap(true_positive, denom, flat, probs, spec)
 
 
 def dsc_loss(
-    logits: Tensor,
-    target: Tensor,
-    mask: Tensor | None = None,
-    alpha: float = 1.0,
-    smooth: float = 1.0,
-    square: bool = False,
-    scope: Scope = "example",
-    classes: Classes = "mean",
-    ohem_ratio: float = 0.0,
-    background: int | None = None,
-    ohem_rule: OhemRule = "hardest",
+    logits: Tensor, target: Tensor, mask: Tensor | None = None, *, spec: DscSpec
 ) -> Tensor:
     """Self-adjusting dice, eq. 11/12: ``1 - (2 q y + s) / (q + y + s)``, ``q = (1-p)^alpha p``.
 
     ``square=True`` uses ``q^2 + y^2`` in the denominator. ``alpha = 0`` gives
     linear dice. For a positive the loss is lowest at ``p = 1 / (1 + alpha)``.
     ``q = exp(alpha log(1 - p) + log p)``: finite, with a finite gradient, at any logit.
-    ``ohem_ratio > 0``: only the hardest negatives, ranked by ``p``. ``background`` as
-    for :func:`dice_loss`.
     """
     flat = flatten_inputs(logits, target, mask)
     probs = probabilities(flat)
-    q = torch.exp(alpha * probs.log1m_p + probs.log_p)
-    numer, denom = _dice_terms(q, probs.y, square)
-    counted = _ohem_weight(flat, probs, ohem_ratio, ohem_rule)
-    return _overlap(numer, denom, flat, smooth, scope, _Reduction(classes, background), counted)
+    q = torch.exp(spec.alpha * probs.log1m_p + probs.log_p)
+    numer, denom = _dice_terms(q, probs.y, spec.square)
+    return _overlap(numer, denom, flat, probs, spec)
 
 
 def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
@@ -200,11 +145,9 @@ def _dice_terms(u: Tensor, y: Tensor, square: bool) -> tuple[Tensor, Tensor]:
     return 2 * u * y, (u * u + y * y) if square else (u + y)
 
 
-def _ohem_weight(
-    flat: Flat, probs: Probabilities, ratio: float, rule: OhemRule = "hardest"
-) -> Tensor | None:
+def _ohem_weight(flat: Flat, probs: Probabilities, spec: OverlapSpec) -> Tensor | None:
     """``(N, C)``: 1 where a position counts for a class under OHEM, else 0; ``None``
-    when OHEM is off (every valid position counts for every class).
+    when OHEM is off (``ohem_ratio`` 0: every valid position counts for every class).
 
     ``hardest``, per class: every valid positive, and the ``floor(ratio x positives)``
     valid negatives with the highest ``log p`` (ties to the lower index); invalid
@@ -214,9 +157,10 @@ def _ohem_weight(
     Raises:
         ValueError: ``official`` on multi-class inputs.
     """
+    ratio = spec.ohem_ratio
     if ratio == 0:
         return None
-    if rule == "official":
+    if spec.ohem_rule == "official":
         return _official_ohem_weight(flat, probs, ratio)
     valid = flat.valid.unsqueeze(-1)
     positive = valid & (probs.y > 0.5)
@@ -276,65 +220,52 @@ def _official_ohem_weight(flat: Flat, probs: Probabilities, ratio: float) -> Ten
     return kept.to(flat.logits.dtype)
 
 
-@dataclass(frozen=True)
-class _Reduction:
-    """How the ``C`` per-class losses become one: ``classes`` and, for
-    ``"foreground"``, the ``background`` class index it leaves out."""
-
-    classes: Classes
-    background: int | None
-
-    def __call__(self, per_class: Tensor, binary: bool) -> Tensor:
-        """The ``(C,)`` per-class losses reduced to a scalar.
-
-        Raises:
-            ValueError: ``"foreground"`` on multi-class inputs without a ``background``
-                index, or with one outside ``0..C-1``.
-        """
-        if self.classes == "sum":
-            return per_class.sum()
-        if self.classes == "mean" or binary:  # binary: the one class is the foreground
-            return per_class.mean()
-        n_classes = per_class.shape[0]
-        if self.background is None or not 0 <= self.background < n_classes:
-            raise ValueError(
-                "classes='foreground' on multi-class logits needs the background's class "
-                f"index in 0..{n_classes - 1}, got {self.background}"
-            )
-        keep = torch.arange(n_classes, device=per_class.device) != self.background
-        return per_class[keep].mean()
-
-
 def _overlap(
-    numer: Tensor,
-    denom: Tensor,
-    flat: Flat,
-    smooth: float,
-    scope: Scope,
-    reduce: _Reduction,
-    counted: Tensor | None = None,
+    numer: Tensor, denom: Tensor, flat: Flat, probs: Probabilities, spec: OverlapSpec
 ) -> Tensor:
     """``1 - (n + s) / (d + s)`` per class, from ``(N, C)`` terms, reduced over classes.
 
     ``scope="example"`` takes the ratio per position and averages it over valid
     positions; ``scope="set"`` sums numerator and denominator over valid positions
-    first (the paper's footnote 3). ``counted`` (OHEM's ``(N, C)`` choice) narrows the
-    valid positions per class. ``reduce`` then takes the mean or the sum of the
-    ``C`` per-class losses, or the mean without the background's.
+    first (the paper's footnote 3). OHEM's ``(N, C)`` choice (``_ohem_weight``) narrows
+    the valid positions per class.
     """
+    smooth, counted = spec.smooth, _ohem_weight(flat, probs, spec)
     if counted is None:
-        if scope == "example":
+        if spec.scope == "example":
             per_class = flat.mean_over_valid(1 - _ratio(numer + smooth, denom + smooth))
         else:
             total_numer, total_denom = flat.sum_over_valid(numer), flat.sum_over_valid(denom)
             per_class = 1 - _ratio(total_numer + smooth, total_denom + smooth)
-    elif scope == "example":
+    elif spec.scope == "example":
         per_position = 1 - _ratio(numer + smooth, denom + smooth)
         per_class = (counted * per_position).sum(0) / counted.sum(0).clamp_min(1)
     else:
         total_numer, total_denom = (counted * numer).sum(0), (counted * denom).sum(0)
         per_class = 1 - _ratio(total_numer + smooth, total_denom + smooth)
-    return reduce(per_class, flat.binary)
+    return _over_classes(per_class, flat.binary, spec)
+
+
+def _over_classes(per_class: Tensor, binary: bool, spec: OverlapSpec) -> Tensor:
+    """The ``(C,)`` per-class losses reduced as ``classes`` says: their mean, their sum,
+    or the mean without the background class's.
+
+    Raises:
+        ValueError: ``"foreground"`` on multi-class inputs without a background class
+            index (no ``labels``), or with one outside ``0..C-1``.
+    """
+    if spec.classes == "sum":
+        return per_class.sum()
+    if spec.classes == "mean" or binary:  # binary: the one class is the foreground
+        return per_class.mean()
+    n_classes, background = per_class.shape[0], spec.background_index
+    if background is None or not 0 <= background < n_classes:
+        raise ValueError(
+            "classes='foreground' on multi-class logits needs the background's class "
+            f"index in 0..{n_classes - 1}, got {background}"
+        )
+    keep = torch.arange(n_classes, device=per_class.device) != background
+    return per_class[keep].mean()
 
 
 def _ratio(numer: Tensor, denom: Tensor) -> Tensor:

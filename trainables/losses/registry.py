@@ -28,10 +28,11 @@ def build_loss(
     labels: Sequence[str] | None = None,
 ) -> DicesweepLoss:
     """Build a loss from ``{"name": ..., **params}``, validated by the schema in
-    ``search_spaces.losses``. ``class_counts`` (the training set's count per class)
-    reaches the losses that declare they need it (``wce``); ``labels`` (the task's
-    class names, in class-index order) the dice family, whose ``classes: foreground``
-    finds its background tag among them; others ignore both.
+    ``search_spaces.losses`` into the model the loss holds as ``spec``.
+    ``class_counts`` (the training set's count per class) reaches the losses that
+    declare they need it (``wce``); ``labels`` (the task's class names, in class-index
+    order) the dice family, whose ``classes: foreground`` finds its background tag
+    among them; others ignore both.
 
     Raises:
         LossSpecError (a ValueError): no or an unknown ``name``, an unknown parameter
@@ -46,5 +47,5 @@ def build_loss(
         full.setdefault(need, supplied.get(need))
         if full[need] is None and need == "class_counts":  # labels: binary inputs need none
             raise LossSpecError(f"{name} needs {need}: per-class counts of the training set")
-    params = validate_loss_spec(full).model_dump(exclude={"name"})
-    return LOSSES[str(name)](**params)
+    validated = validate_loss_spec(full)
+    return LOSSES[validated.name](validated)
