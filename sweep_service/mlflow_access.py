@@ -139,12 +139,12 @@ class OwnerAccess:
     def _grant_manage(self, username: str, experiment: str) -> None:
         """``username``'s permission on ``experiment`` made MANAGE (a grant is refused
         where one exists, so another level is revoked first); at that first grant,
-        every other user's permission on it is revoked (``_evict_others``)."""
+        every other user's permission on it is revoked (``_revoke_all``)."""
         resource = {"username": username, "resource_type": "experiment", "resource_id": experiment}
         held = self._call("GET", f"{PERMISSIONS}/get", params=resource)
         if held is not None and held.get("permission") == MANAGE:
             return
-        self._evict_others(username, experiment)
+        self._revoke_all(experiment, keep=username)
         try:
             self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
         except MlflowAccessError as error:
@@ -152,10 +152,6 @@ class OwnerAccess:
                 raise
             self._call("POST", f"{PERMISSIONS}/revoke", json=resource)
             self._call("POST", f"{PERMISSIONS}/grant", json={**resource, "permission": MANAGE})
-
-    def _evict_others(self, owner: str, experiment: str) -> None:
-        """Revoke every other user's permission on ``owner``'s experiment."""
-        self._revoke_all(experiment, keep=owner)
 
     def _revoke_all(self, experiment: str, keep: str | None = None) -> None:
         """Revoke every user's permission on ``experiment`` but ``keep``'s and the

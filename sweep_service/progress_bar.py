@@ -1,6 +1,9 @@
 """A sweep's progress as ``Sweep.wait`` and ``dicesweep submit --wait`` show it: a bar of
 the trials ended with the sweep's state beside it (tqdm's notebook widget in Jupyter
-where ipywidgets is installed, text elsewhere), or a line per change in a log."""
+where ipywidgets is installed, text elsewhere), or a line per change in a log.
+
+tqdm, not rich: in Jupyter without ipywidgets (no extra installs it) rich draws nothing,
+tqdm its text bar."""
 
 from __future__ import annotations
 

@@ -80,20 +80,14 @@ def trial_rows(
             row["stop_rung"] = evaluations(client, run.info.run_id)
         if PRECISION_TAG in tags:  # what it trained in (fp32, bf16, fp16), where it said
             row["precision"] = tags[PRECISION_TAG]
-        row.update(
-            {
-                f"param_{key[len('loss.') :]}": _value(value)
-                for key, value in params.items()
-                if key.startswith("loss.")
-            }
-        )
-        row.update(
-            {
-                f"tuned_{key[len('tuned.') :]}": _value(value)
-                for key, value in params.items()
-                if key.startswith("tuned.")
-            }
-        )
+        for param, column in (("loss.", "param_"), ("tuned.", "tuned_")):
+            row.update(
+                {
+                    column + key.removeprefix(param): _value(value)
+                    for key, value in params.items()
+                    if key.startswith(param)
+                }
+            )
         row.update({name: run.data.metrics[name] for name in METRICS if name in run.data.metrics})
         row.update(columns_from_params(params))
         row.update(reported_columns(row))

@@ -36,7 +36,8 @@ class ServiceSettings(DicesweepSettings):
     ray_dashboard_port: int = Field(8265, ge=0, le=65535)  # of the local head `serve` starts
     # How long the service waits for one MLflow request, never retried: then a route
     # answers 503 tracking_unavailable and the progress pass is skipped. (MLflow's own
-    # default, 120 s and 7 retries with backoff, froze every sweep's status for minutes.)
+    # default, 120 s and 7 retries with backoff, would hold every sweep's status for
+    # minutes.)
     mlflow_timeout_s: int = Field(5, ge=1, le=600)
 
     def mlflow_request_env(self) -> dict[str, str]:

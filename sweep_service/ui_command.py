@@ -1,8 +1,8 @@
 """``dicesweep ui``: the MLflow UI over the sweeps' tracking store.
 
 It says at once that the UI is starting, and prints its address only once the address
-answers: on a loaded machine the UI's server took minutes to accept a connection, and
-an address printed before that read as a broken one.
+answers, however long the UI's server takes to accept a connection: an address it
+prints is one that answers.
 """
 
 from __future__ import annotations
@@ -114,9 +114,8 @@ def server_env(environ: Mapping[str, str]) -> dict[str, str]:
 def serve_until_stopped(command: list[str], probe: str, announce: Callable[[], None]) -> int:
     """Run the UI's server; call ``announce`` once ``probe`` answers; return when it
     ends, or on Ctrl-C or SIGTERM here, which stop it and every process it started
-    (some in sessions of their own, which a signal to its group misses and which held
-    the terminal for 30-50 s) within ``UI_STOP_GRACE_S``, without a traceback; 130
-    then, as a shell reports Ctrl-C."""
+    (some in sessions of their own, which a signal to its group misses) within
+    ``UI_STOP_GRACE_S``, without a traceback; 130 then, as a shell reports Ctrl-C."""
     import psutil
 
     # Both a KeyboardInterrupt, SIGINT even where this process was started ignoring it

@@ -5,7 +5,8 @@ sign-in form keeps it in the ``dicesweep_key`` cookie, which counts for reads on
 (GET and HEAD), so another site cannot make a browser submit or cancel. Without one,
 a service bound to a loopback address whose store has never had an API key acts for
 the owner ``local`` (created on first use); anywhere else a key is required
-(docs/DESIGN.md). Every refusal is a 401 with ``WWW-Authenticate: Bearer``.
+(docs/service.md, "Auth and quotas"). Every refusal is a 401 with
+``WWW-Authenticate: Bearer``.
 
 Who a key (or no key) acts for is remembered for ``DICESWEEP_AUTH_CACHE_S`` seconds
 (``OwnerCache``), as plain data (``Caller``: the owner's id and name), never a store
@@ -50,6 +51,9 @@ def presented_key(request: Request) -> str | None:
     Raises:
         ApiError: an ``Authorization`` header that is not ``Bearer <key>``.
     """
+    # Not FastAPI's HTTPBearer: its scheme in the OpenAPI document asks 401 or 403 of
+    # every wrong key (the per-client limit answers 429), and with auto_error=False it
+    # passes over a malformed header, which is refused here.
     authorization = request.headers.get("authorization")
     if authorization is not None:
         scheme, _, credentials = authorization.partition(" ")

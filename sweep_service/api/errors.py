@@ -134,28 +134,23 @@ def spec_loc(path: str) -> list[str | int]:
 
 
 MAX_MESSAGE_CHARS = 1000  # of one issue: a refused value is quoted by a short prefix only
-
-
-def _bounded(message: str) -> str:
-    """``message`` cut to ``MAX_MESSAGE_CHARS``: a rule that quotes a huge value whole
-    (a loss name, a list) never echoes it back."""
-    if len(message) <= MAX_MESSAGE_CHARS:
-        return message
-    return f"{message[:MAX_MESSAGE_CHARS]}... ({len(message)} characters)"
-
-
 MAX_ISSUES = 20  # reported of one refusal; the rest are counted
 MAX_LOC_CHARS = 100  # of one part of a field's location (a key may be any length)
 
 
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, with its length: a rule that quotes a huge
+    value whole (a loss name, a list), or a huge unknown key, is never echoed back."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _bounded(message: str) -> str:
+    return _cut(message, MAX_MESSAGE_CHARS)
+
+
 def _bounded_loc(loc: Sequence[Any]) -> list[str | int]:
     """``loc`` with each name cut to ``MAX_LOC_CHARS``: an unknown key is named by it."""
-    return [
-        part
-        if isinstance(part, int) or len(str(part)) <= MAX_LOC_CHARS
-        else f"{str(part)[:MAX_LOC_CHARS]}... ({len(str(part))} characters)"
-        for part in loc
-    ]
+    return [part if isinstance(part, int) else _cut(str(part), MAX_LOC_CHARS) for part in loc]
 
 
 def _with_count(shown: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:

@@ -7,17 +7,20 @@ import asyncio
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated, Any
 
 import pandas as pd
-from fastapi import Response
+from fastapi import Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from search_spaces.plural import counted
 from search_spaces.reports import to_json, to_png
-from sweep_service.api.errors import ApiError
-from sweep_service.tables import TEXT_RENDERERS
+from sweep_service.api.errors import ApiError, documented
+from sweep_service.tables import TEXT_RENDERERS, grid_of
 
 MAX_MERGED_SWEEPS = 20  # sweeps one merged table may hold
 
@@ -41,10 +44,39 @@ MEDIA_TYPES: dict[GridFormat, str] = {
 }
 
 
+def table_responses(errors: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
+    """A table route's OpenAPI ``responses``: each format's media type, and ``errors``."""
+    content: dict[str, Any] = {media_type: {} for media_type in MEDIA_TYPES.values()}
+    return {200: {"content": content}, **documented(errors)}
+
+
+@dataclass(frozen=True)
+class GridQuery:
+    """A table route's query: the layout (``rows``, ``cols``; unset, the paper's), the
+    metric, the format, and whether the paper's Δ stands beside each cell."""
+
+    rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None
+    cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None
+    metric: str = "eval_f1"
+    fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON
+    paper: Annotated[bool, Query(description="the paper's Δ beside each cell it reports")] = False
+
+    def table(
+        self, trials: pd.DataFrame, subject: str, title: str, random_sampling: bool | None
+    ) -> pd.DataFrame:
+        """``tables.grid_of`` over ``trials`` as this query asks; raises what it raises."""
+        return grid_of(
+            trials, subject, title, self.rows, self.cols, self.metric, random_sampling, self.paper
+        )
+
+
+GridQueryDep = Annotated[GridQuery, Depends()]
+
+
 class PngRenderer:
     """Every PNG the API serves, drawn on one thread of its own, never on the request
-    threads (a drawing takes 0.1-0.5 s of CPU: a burst of them held every request
-    thread and slowed every other request to seconds), and kept by what it shows: a
+    threads (a drawing takes 0.1-0.5 s of CPU: a burst of them there would hold every
+    request thread), and kept by what it shows: a
     table, and so a sweep's state, drawn once is not drawn again; requests for the same
     one while it is being drawn share the drawing. At most ``max_waiting`` drawings
     wait their turn, and at most ``max_waiting_per_owner`` of one owner's, so one

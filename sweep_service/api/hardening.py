@@ -38,16 +38,28 @@ DOCS_PATHS = ("/docs", "/redoc")
 STATIC_PREFIX = "/assets/"
 
 
-class SecurityHeaders:
-    """Adds the headers above to every answer (ASGI middleware)."""
+class HttpMiddleware:
+    """An ASGI middleware over ``app`` that acts on HTTP requests (``handle``) and passes
+    every other scope (the lifespan's) through as it came."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "http":
+            await self.handle(scope, receive, send)
+        else:
             await self.app(scope, receive, send)
-            return
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class SecurityHeaders(HttpMiddleware):
+    """Adds the headers above to every answer; no library sets them (Starlette has no
+    middleware for security headers)."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
 
         async def send_with_headers(message: Message) -> None:
@@ -65,19 +77,14 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-class InternalErrors:
+class InternalErrors(HttpMiddleware):
     """Answers an exception no handler took with the one error body (500
     ``internal_error``, the exception logged, nothing of it quoted) inside the other
-    middleware, so the answer still carries the security headers and is counted
-    (ASGI middleware; Starlette's own 500 is plain text, outside every middleware)."""
+    middleware, so the answer still carries the security headers and is counted; no
+    library does (Starlette's own 500, even with a handler for ``Exception``, is
+    answered outside every middleware)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def send_tracked(message: Message) -> None:

@@ -11,6 +11,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sweep_service.api.errors import ApiError, error_response
+from sweep_service.api.hardening import HttpMiddleware
 
 
 def too_large(max_bytes: int) -> ApiError:
@@ -18,17 +19,15 @@ def too_large(max_bytes: int) -> ApiError:
     return ApiError("request_too_large", f"the request body exceeds the limit of {max_bytes} bytes")
 
 
-class BodySizeLimit:
-    """Refuses HTTP request bodies over ``max_bytes`` bytes with 413."""
+class BodySizeLimit(HttpMiddleware):
+    """Refuses HTTP request bodies over ``max_bytes`` bytes with 413; no library does
+    (neither Starlette nor uvicorn caps a body's size)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         if _declared_length(scope) > self.max_bytes:
             refusal = too_large(self.max_bytes)
             await error_response(refusal.code, refusal.body)(scope, receive, send)

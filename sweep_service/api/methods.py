@@ -1,7 +1,9 @@
 """HTTP methods answered from the routes' own table: ``HEAD`` wherever ``GET`` is
 served (the same headers, no body), ``OPTIONS`` with the methods a path takes, and a
 405's ``Allow`` naming every method of the path, not only those of the first route
-that matched it (``GET`` and ``POST /v1/sweeps`` are two routes).
+that matched it (``GET`` and ``POST /v1/sweeps`` are two routes). No library gives
+this: FastAPI's routes answer ``HEAD`` and ``OPTIONS`` with 405, and its 405's ``Allow``
+names the first matching route's methods only.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from sweep_service.api.hardening import HttpMiddleware
 
 PROBED = ("GET", "POST", "PUT", "PATCH", "DELETE")  # the methods a route may serve
 
@@ -32,18 +36,15 @@ def allow_header(methods: set[str]) -> str:
     return ", ".join(sorted(methods))
 
 
-class RouteMethods:
+class RouteMethods(HttpMiddleware):
     """ASGI middleware over the app's router (``routes``, read at each request so that
     routes added after it are known)."""
 
     def __init__(self, app: ASGIApp, routes: list[BaseRoute]) -> None:
-        self.app = app
+        super().__init__(app)
         self.routes = routes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
         if method in ("OPTIONS", "HEAD"):
             methods = path_methods(self.routes, scope)

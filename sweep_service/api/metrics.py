@@ -11,6 +11,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sweep_service.api.hardening import HttpMiddleware
+
 UNMATCHED_ROUTE = "unmatched"  # one label for every unknown path: bounded cardinality
 
 
@@ -47,20 +49,18 @@ class ApiMetrics:
         return generate_latest(self.registry)
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Times every HTTP request and counts it under its route template
     (``/v1/sweeps/{sweep_id}``, never the concrete path); ``templates`` maps each
-    endpoint function to its template."""
+    endpoint function to its template; no library here does (``prometheus_client``
+    collects and serves metrics, it does not instrument an app)."""
 
     def __init__(self, app: ASGIApp, metrics: ApiMetrics, templates: Mapping[Any, str]) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
         self.templates = templates
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500  # what the server answers if the app raises before responding
 

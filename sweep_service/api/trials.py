@@ -204,11 +204,6 @@ def decode_trial_token(token: str) -> tuple[str, str, str, int, str]:
 def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPublic:
     """The view of one trial row; absent parameters and metrics (NaN) are left out;
     its link into the MLflow UI under ``experiment`` (``experiment_base``) when given."""
-    params = {
-        column.removeprefix("param_"): _plain(value)
-        for column, value in row.items()
-        if column.startswith("param_") and not _missing(value)
-    }
     metrics = {name: float(row[name]) for name in METRICS if not _missing(row.get(name))}
     return TrialPublic(
         run_id=row["run_id"],
@@ -219,18 +214,10 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         variant=str(row["variant"]),
         seed=int(row["seed"]),
         stage=row.get("stage") or "final",
-        tuned={
-            column.removeprefix("tuned_"): float(value)
-            for column, value in row.items()
-            if column.startswith("tuned_") and not _missing(value)
-        },
-        params=params,
+        tuned=_prefixed(row, "tuned_", float),
+        params=_prefixed(row, "param_", _plain),
         metrics=metrics,
-        setup={
-            column.removeprefix("setup_"): str(value)
-            for column, value in row.items()
-            if column.startswith("setup_") and not _missing(value)
-        },
+        setup=_prefixed(row, "setup_", str),
         failure_reason=None if _missing(row.get("failure_reason")) else row["failure_reason"],
         degenerate_reason=degenerate_reason(metrics),
         below_no_skill_reason=below_no_skill_reason(metrics),
@@ -238,6 +225,16 @@ def trial_public(row: dict[str, Any], experiment: str | None = None) -> TrialPub
         stop_rung=None if _missing(row.get("stop_rung")) else int(row["stop_rung"]),
         mlflow_run=run_url(experiment, str(row["run_id"])) if experiment else None,
     )
+
+
+def _prefixed(row: dict[str, Any], prefix: str, value: Callable[[Any], T]) -> dict[str, T]:
+    """The columns of ``row`` named ``<prefix><name>`` as ``{name: value(v)}``, absent
+    (NaN) ones left out."""
+    return {
+        column.removeprefix(prefix): value(v)
+        for column, v in row.items()
+        if column.startswith(prefix) and not _missing(v)
+    }
 
 
 def _missing(value: Any) -> bool:

@@ -124,5 +124,5 @@ def list_api_keys(session: Session, owner_id: int | None = None) -> list[ApiKey]
 
 def api_keys_exist(session: Session) -> bool:
     """Whether any key was ever created; the service may run without auth only on a
-    loopback address with none (docs/DESIGN.md), and revoking keys does not undo that."""
+    loopback address with none (docs/service.md), and revoking keys does not undo that."""
     return bool(session.scalar(select(exists().select_from(ApiKey))))

@@ -1,5 +1,11 @@
 """``/docs`` (Swagger UI) and ``/redoc`` with no internet: FastAPI's own pages, their
-scripts and styles served from the ``fastapi-offline`` package instead of a CDN."""
+scripts and styles served from the ``fastapi-offline`` package instead of a CDN, under
+the request's ``root_path``.
+
+Only the package's assets are used, not its ``FastAPIOffline``: that builds the app
+itself, titles the pages after ``app.title`` (``dicesweep - Swagger UI``, not what the
+page is) and gives a browser without JavaScript a blank page; these two routes do the
+rest with FastAPI's own page builders."""
 
 from __future__ import annotations
 

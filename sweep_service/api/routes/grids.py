@@ -17,13 +17,13 @@ from sweep_service.api.deps import OwnerDep, ServicesDep, SessionDep, TrackingDe
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
 from sweep_service.api.grid import (
     MAX_MERGED_SWEEPS,
-    MEDIA_TYPES,
-    GridFormat,
+    GridQuery,
+    GridQueryDep,
     grid_response,
+    table_responses,
 )
 from sweep_service.api.trials import sweep_trials
 from sweep_service.store import get_sweep
-from sweep_service.tables import grid_of
 
 router = APIRouter(prefix="/grid", tags=["sweeps"], responses=documented(COMMON_ERRORS))
 
@@ -36,16 +36,13 @@ IdsQuery = Annotated[
 @router.get(
     "",
     response_class=Response,
-    responses={
-        200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
-        **documented(
-            {
-                404: "an id that is no sweep of the caller's (named)",
-                409: "none of the sweeps has a finished trial yet",
-                422: f"more than {MAX_MERGED_SWEEPS} ids; an unknown rows, cols, metric",
-            }
-        ),
-    },
+    responses=table_responses(
+        {
+            404: "an id that is no sweep of the caller's (named)",
+            409: "none of the sweeps has a finished trial yet",
+            422: f"more than {MAX_MERGED_SWEEPS} ids; an unknown rows, cols, metric",
+        }
+    ),
 )
 async def read_merged_grid(
     ids: IdsQuery,
@@ -53,11 +50,7 @@ async def read_merged_grid(
     owner: OwnerDep,
     tracking: TrackingDep,
     services: ServicesDep,
-    rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
-    cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
-    metric: str = "eval_f1",
-    fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
-    paper: Annotated[bool, Query(description="the paper's Δ beside each cell it reports")] = False,
+    query: GridQueryDep,
 ) -> Response:
     """One table over the finished trials of every sweep in ``ids`` (each the
     caller's), in the paper's layout unless ``rows``/``cols`` are given; the rows
@@ -65,10 +58,8 @@ async def read_merged_grid(
     ``paper=1``: the paper's Δ beside ours."""
     # Async: a PNG is awaited from the API's one renderer without holding a request
     # thread; the store and MLflow are read on the thread pool.
-    table = await run_in_threadpool(
-        merged_table, ids, session, owner, tracking, rows, cols, metric, paper
-    )
-    return await grid_response(table, fmt, services.png, str(owner.id))
+    table = await run_in_threadpool(merged_table, ids, session, owner, tracking, query)
+    return await grid_response(table, query.fmt, services.png, str(owner.id))
 
 
 def merged_table(
@@ -76,10 +67,7 @@ def merged_table(
     session: Session,
     owner: Caller,
     tracking: MlflowClient,
-    rows: str | None,
-    cols: str | None,
-    metric: str,
-    paper: bool = False,
+    query: GridQuery,
 ) -> pd.DataFrame:
     """The merged table of the caller's sweeps ``ids`` (``read_merged_grid``).
 
@@ -100,4 +88,4 @@ def merged_table(
     subject = "sweeps " + ", ".join(repr(sweep.id) for sweep in sweeps)
     title = " + ".join(dict.fromkeys(sweep.name for sweep in sweeps))
     random_sampling = all(stage_one_is_random(sweep.resolved_spec) for sweep in sweeps)
-    return grid_of(trials, subject, title, rows, cols, metric, random_sampling, paper)
+    return query.table(trials, subject, title, random_sampling)

@@ -21,7 +21,7 @@ from sweep_service.api.deps import (
     TrackingDep,
 )
 from sweep_service.api.errors import COMMON_ERRORS, ApiError, documented
-from sweep_service.api.grid import MEDIA_TYPES, GridFormat, grid_response
+from sweep_service.api.grid import GridQueryDep, grid_response, table_responses
 from sweep_service.api.operations import cancel_sweep, validate_submission
 from sweep_service.api.routes import API_PREFIX
 from sweep_service.api.schemas import (
@@ -46,7 +46,6 @@ from sweep_service.store import Sweep, list_sweeps
 from sweep_service.store import create_sweep as store_sweep
 from sweep_service.store.models import IDEMPOTENCY_KEY_LENGTH
 from sweep_service.store.pages import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from sweep_service.tables import grid_of
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"], responses=documented(COMMON_ERRORS))
 NOT_FOUND = {404: "no such sweep, or another owner's"}
@@ -136,8 +135,8 @@ def read_sweeps(
     """The owner's sweeps, newest first, one page at a time."""
     page = list_sweeps(session, owner.id, limit=limit, page_token=page_token)
     # Read: end the transaction. FastAPI checks a sync route's answer on the thread pool,
-    # and a request waiting there for a thread must not hold a store connection (under
-    # load the threads waited for connections and the connections for threads).
+    # and a request waiting there for a thread must not hold a store connection
+    # (``deps.get_session``).
     session.commit()
     data = [SweepPublic.of(sweep, sweep_links(sweep)) for sweep in page.items]
     return SweepsPublic(data=data, count=page.total, next_page_token=page.next_page_token)
@@ -176,26 +175,16 @@ def read_trials(
 @router.get(
     "/{sweep_id}/grid",
     response_class=Response,
-    responses={
-        200: {"content": {media_type: {} for media_type in MEDIA_TYPES.values()}},
-        **documented(
-            {
-                **NOT_FOUND,
-                409: "no finished trials yet",
-                422: "an unknown rows, cols or metric (the valid ones are listed)",
-            }
-        ),
-    },
+    responses=table_responses(
+        {
+            **NOT_FOUND,
+            409: "no finished trials yet",
+            422: "an unknown rows, cols or metric (the valid ones are listed)",
+        }
+    ),
 )
 async def read_grid(
-    sweep: SweepDep,
-    tracking: TrackingDep,
-    services: ServicesDep,
-    rows: Annotated[str | None, Query(description="e.g. loss or param_alpha")] = None,
-    cols: Annotated[str | None, Query(description="e.g. variant or dataset")] = None,
-    metric: str = "eval_f1",
-    fmt: Annotated[GridFormat, Query(alias="format")] = GridFormat.JSON,
-    paper: Annotated[bool, Query(description="the paper's Δ beside each cell it reports")] = False,
+    sweep: SweepDep, tracking: TrackingDep, services: ServicesDep, query: GridQueryDep
 ) -> Response:
     """The sweep's table over its finished trials: mean ± std over seeds per cell, the
     delta against ``ce`` with its 95% interval, marked where the Holm-adjusted paired
@@ -205,17 +194,9 @@ async def read_grid(
     trials = await run_in_threadpool(sweep_trials, tracking, sweep)
     random_sampling = stage_one_is_random(sweep.resolved_spec)
     table = await run_in_threadpool(
-        grid_of,
-        trials,
-        f"sweep {sweep.id!r}",
-        sweep.name,
-        rows,
-        cols,
-        metric,
-        random_sampling,
-        paper,
+        query.table, trials, f"sweep {sweep.id!r}", sweep.name, random_sampling
     )
-    return await grid_response(table, fmt, services.png, str(sweep.owner_id))
+    return await grid_response(table, query.fmt, services.png, str(sweep.owner_id))
 
 
 @router.get(
