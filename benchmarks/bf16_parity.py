@@ -25,7 +25,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docs_table import write_section
-from search_spaces.reports.tables import final_rows, paired_test
+from search_spaces.reports.paired import paired_test
+from search_spaces.reports.tables import final_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"

@@ -23,8 +23,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from merge_study import RESULTS, shard_rows
 
+from search_spaces.reports.paired import paired_test
 from search_spaces.reports.resolution import seeds_to_resolve
-from search_spaces.reports.tables import final_rows, infer_layout, paired_test
+from search_spaces.reports.tables import final_rows, infer_layout
 
 FLAGS = ("degenerate_reason", "below_no_skill_reason")
 

@@ -29,8 +29,9 @@ import yaml
 
 from search_spaces.loss_entries import candidates
 from search_spaces.reports.formats import format_value
+from search_spaces.reports.notes import grid_edges
 from search_spaces.reports.setup_block import setup_block, setup_lines
-from search_spaces.reports.tables import grid_edges, infer_layout, loss_label
+from search_spaces.reports.tables import infer_layout, loss_label
 from search_spaces.resolve import validate_spec
 from search_spaces.setup import model_label, setup_columns, trial_setup
 from search_spaces.spec import SweepSpec, expand_losses

@@ -16,7 +16,7 @@ from search_spaces.datasets import DATASETS, TaskKind
 from search_spaces.errors import rule_error
 from search_spaces.loss_entries import LossEntry, candidates
 from search_spaces.losses import DEFAULT_BACKGROUND
-from search_spaces.sections import TaskSpec
+from search_spaces.sweep_sections import TaskSpec
 
 PAIR_LABELS = ("0", "1")  # a pairs set's classes, catalogue or local
 

@@ -13,7 +13,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Discriminator, Field
 
 from search_spaces.data_roots import OutsideRootsError, inside_roots, local_folder, not_a_folder
-from search_spaces.datasets import DATASETS, DatasetInfo, FileFormat, Split, TaskKind, get_dataset
+from search_spaces.datasets import (
+    DATASETS,
+    DatasetInfo,
+    FileFormat,
+    Split,
+    TaskKind,
+    UnknownDatasetError,
+    get_dataset,
+)
 from search_spaces.errors import ClosedModel, brief, rule_error, shape_tag
 
 PATH_PART_BYTES = 255  # a file name's limit on Linux's and macOS's file systems
@@ -157,6 +165,20 @@ def dataset_label(dataset: DatasetRef | dict) -> str:
     return dataset if isinstance(dataset, str) else dataset.label
 
 
+def check_known(dataset: DatasetRef, path: str = "") -> DatasetRef:
+    """``dataset``, once a catalogue name is one the catalogue holds.
+
+    Raises:
+        PydanticCustomError: an unknown name, at ``path``, listing the valid ones.
+    """
+    if isinstance(dataset, str):
+        try:
+            get_dataset(dataset)
+        except UnknownDatasetError as error:
+            raise rule_error(str(error), path) from None
+    return dataset
+
+
 def is_binary(dataset: DatasetRef, kind: TaskKind | None) -> bool:
     """Whether the Table 8 variants apply: a binary catalogue set, or a local or hub
     pairs set."""
@@ -212,7 +234,6 @@ def dataset_info(
         kind=kind,
         file_format=LOCAL_FORMATS[dataset.format][0],
         files=files,
-        hub_id="",
         description=f"local {dataset.format} data set at {dataset.path}",
         binary=is_binary(dataset, kind),
         labels=("0", "1") if kind == "pi" else (),

@@ -48,7 +48,7 @@ class DatasetInfo:
     kind: TaskKind
     file_format: FileFormat
     files: dict[Split, str]
-    hub_id: str
+    hub_id: str = ""  # "": none on the hub
     hub_config: str | None = None
     description: str = ""
     binary: bool = False  # a binary classification set: the Table 8 variants apply
@@ -65,6 +65,13 @@ class DatasetInfo:
     def path(self, datasets_dir: Path, split: Split) -> Path:
         """Absolute path of ``split`` under ``root``; raises ``KeyError`` if absent."""
         return self.root(datasets_dir) / self.files[split]
+
+
+def _splits(pattern: str, test: bool = True) -> dict[Split, str]:
+    """Files named alike: ``pattern`` with ``train``, ``dev`` and (with ``test``) ``test``
+    in it, as the train, eval and test splits' files."""
+    names: dict[Split, str] = {"train": "train", "eval": "dev", "test": "test"}
+    return {split: pattern.format(name) for split, name in names.items() if test or split != "test"}
 
 
 DATASETS: dict[str, DatasetInfo] = {
@@ -89,7 +96,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="qqp",
             kind="pi",
             file_format="glue_tsv",
-            files={"train": "qqp/train.tsv", "eval": "qqp/dev.tsv"},
+            files=_splits("qqp/{}.tsv", test=False),
             hub_id="nyu-mll/glue",
             hub_config="qqp",
             description="Quora Question Pairs (GLUE), the paper's Table 8 data set, 37% positive",
@@ -112,11 +119,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="ud_en_ewt",
             kind="pos",
             file_format="conllu",
-            files={
-                "train": "ud_english_ewt/en_ewt-ud-train.conllu",
-                "eval": "ud_english_ewt/en_ewt-ud-dev.conllu",
-                "test": "ud_english_ewt/en_ewt-ud-test.conllu",
-            },
+            files=_splits("ud_english_ewt/en_ewt-ud-{}.conllu"),
             hub_id="universal_dependencies",
             hub_config="en_ewt",
             description="UD English EWT, 17 UPOS tags",
@@ -125,11 +128,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="ud_en_ewt_sample",
             kind="pos",
             file_format="conllu",
-            files={
-                "train": "ud_en_ewt_sample/en_ewt-ud-train.conllu",
-                "eval": "ud_en_ewt_sample/en_ewt-ud-dev.conllu",
-            },
-            hub_id="",
+            files=_splits("ud_en_ewt_sample/en_ewt-ud-{}.conllu", test=False),
             description="UD English EWT's 2,000 training and 500 dev sentences that the smoke "
             "preset reads, shipped in the package (CC BY-SA 4.0, its LICENSE.txt beside them)",
             packaged=True,
@@ -138,11 +137,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="ud_zh_gsd",
             kind="pos",
             file_format="conllu",
-            files={
-                "train": "ud_chinese_gsd/r1.4/zh-ud-train.conllu",
-                "eval": "ud_chinese_gsd/r1.4/zh-ud-dev.conllu",
-                "test": "ud_chinese_gsd/r1.4/zh-ud-test.conllu",
-            },
+            files=_splits("ud_chinese_gsd/r1.4/zh-ud-{}.conllu"),
             hub_id="universal_dependencies",
             hub_config="zh_gsd",
             description="UD Chinese GSD r1.4 (the paper's UD1.4), UPOS tags",
@@ -153,12 +148,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="ontonotes4_zh",
             kind="ner",
             file_format="conll2003",
-            files={
-                "train": "ontonotes4/train.char.bmes",
-                "eval": "ontonotes4/dev.char.bmes",
-                "test": "ontonotes4/test.char.bmes",
-            },
-            hub_id="",
+            files=_splits("ontonotes4/{}.char.bmes"),
             description="Chinese OntoNotes 4.0 NER, one character and its BMES tag a line "
             "(the Lattice LSTM split); the paper's Table 10 NER set",
         ),
@@ -166,24 +156,14 @@ DATASETS: dict[str, DatasetInfo] = {
             name="msra_ner",
             kind="ner",
             file_format="conll2003",
-            files={
-                "train": "msra/train.char.bmes",
-                "eval": "msra/dev.char.bmes",
-                "test": "msra/test.char.bmes",
-            },
-            hub_id="",
+            files=_splits("msra/{}.char.bmes"),
             description="MSRA Chinese NER, one character and its BMES tag a line",
         ),
         DatasetInfo(
             name="ctb5_pos",
             kind="pos",
             file_format="conll2003",
-            files={
-                "train": "ctb5/train.char.bmes",
-                "eval": "ctb5/dev.char.bmes",
-                "test": "ctb5/test.char.bmes",
-            },
-            hub_id="",
+            files=_splits("ctb5/{}.char.bmes"),
             description="Chinese Treebank 5.0 POS, one character and its BMES-POS tag a line "
             "(joint segmentation and tagging, scored on words as spans)",
         ),
@@ -191,12 +171,7 @@ DATASETS: dict[str, DatasetInfo] = {
             name="ctb6_pos",
             kind="pos",
             file_format="conll2003",
-            files={
-                "train": "ctb6/train.char.bmes",
-                "eval": "ctb6/dev.char.bmes",
-                "test": "ctb6/test.char.bmes",
-            },
-            hub_id="",
+            files=_splits("ctb6/{}.char.bmes"),
             description="Chinese Treebank 6.0 POS, as ctb5_pos",
         ),
         DatasetInfo(

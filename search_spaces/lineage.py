@@ -74,7 +74,7 @@ ROLE_TAG = "dicesweep.role"
 LOSS_LABEL_TAG = "dicesweep.loss_label"
 ATTEMPT_TAG = "dicesweep.attempt"  # 1, then +1 each time a trial is retried or resumed
 # Why a FINISHED trial's dev predictions show it learned nothing
-# (search_spaces.reports.tables.degenerate_reason)
+# (search_spaces.flags.degenerate_reason)
 DEGENERATE_TAG = "dicesweep.degenerate"
 FAILURE_TAG = "dicesweep.failure"  # why a FAILED trial failed, e.g. "diverged at step 12 ..."
 # Why a trial that finished on a retry needed one: its last failed attempt's reason,

@@ -1,9 +1,9 @@
 """Paths and endpoints shared by the service, the sweep driver and every trial.
 
-All come from ``DICESWEEP_*`` environment variables; the defaults are the embedded
-ones of docs/design: one directory (``DICESWEEP_HOME``) holding a SQLite store,
-an MLflow SQLite backend with its artifacts, the Ray Tune storage and the
-tokenisation cache, so a laptop with nothing installed runs a sweep.
+All come from ``DICESWEEP_*`` environment variables; the defaults are embedded: one
+directory (``DICESWEEP_HOME``) holding a SQLite store, an MLflow SQLite backend with
+its artifacts, the Ray Tune storage and the tokenisation cache, so a laptop with
+nothing installed runs a sweep.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The setup a trial's number comes from, derived from its resolved config (STUDIES.md §9
-of the project's method notes: every number travels with its setup).
+"""The setup a trial's number comes from, derived from its resolved config: every number
+travels with its setup (docs/sweeps.md, "The setup a number comes from").
 
 ``trial_setup`` is the one builder: the driver's report rows, the MLflow params of a
 trial's run (``setup.<field>``), the service's rows read back from them and the

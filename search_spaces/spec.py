@@ -1,4 +1,4 @@
-"""The sweep spec (docs/DESIGN.md, "A sweep spec"): its model, its rules, its grid.
+"""The sweep spec (docs/sweeps.md, "The spec"): its model, its rules, its grid.
 
 A spec is YAML or JSON of the same shape on the command line and in the REST API::
 
@@ -41,16 +41,8 @@ from search_spaces.dataset_refs import BoundedPath, dataset_label
 from search_spaces.errors import rule_error, shape_tag
 from search_spaces.loss_entries import LossEntry
 from search_spaces.losses import validate_loss_spec
-from search_spaces.sections import (
-    Int,
-    ResourcesSpec,
-    SchedulerSpec,
-    SearchSpec,
-    Section,
-    SeedsUntil,
-    TaskSpec,
-    TrainingSpec,
-)
+from search_spaces.sections import Int, Section, SeedsUntil, TrainingSpec
+from search_spaces.sweep_sections import ResourcesSpec, SchedulerSpec, SearchSpec, TaskSpec
 from search_spaces.tuning import TuneSpec, max_epochs
 
 MAX_SEED = 2**32 - 1  # numpy's seeding range
@@ -238,29 +230,30 @@ def _check_precision(spec: SweepSpec) -> None:
         )
 
 
+def _check_one_table(spec: SweepSpec, grid_rule: str, each: str) -> None:
+    """Refuse a sampled search (``grid_rule``), then several data sets or variants:
+    ``each`` loss is done on one of each."""
+    if spec.search.algorithm != "grid":
+        raise rule_error(grid_rule, "search.algorithm")
+    for path, what, count in (
+        ("task.dataset", "data set", len(spec.task.dataset)),
+        ("task.variant", "variant", len(spec.task.variant)),
+    ):
+        if count != 1:
+            raise rule_error(f"{each} on one {what}: run one sweep per {what}", path)
+
+
 def _check_tune(spec: SweepSpec) -> None:
     if spec.tune is None:
         return
     # Each loss's settings are chosen for one data set and one variant: several would
     # need a choice per (loss, data set, variant), which the table cannot show as one.
-    refused = {
-        "search.algorithm": (
-            spec.search.algorithm != "grid",
-            "tune compares the losses of a grid: use search.algorithm grid (tune samples "
-            "the training settings itself)",
-        ),
-        "task.dataset": (
-            len(spec.task.dataset) != 1,
-            "tune chooses each loss's settings on one data set: run one sweep per data set",
-        ),
-        "task.variant": (
-            len(spec.task.variant) != 1,
-            "tune chooses each loss's settings on one variant: run one sweep per variant",
-        ),
-    }
-    for path, (broken, rule) in refused.items():
-        if broken:
-            raise rule_error(rule, path)
+    _check_one_table(
+        spec,
+        "tune compares the losses of a grid: use search.algorithm grid (tune samples "
+        "the training settings itself)",
+        "tune chooses each loss's settings",
+    )
 
 
 def runs_until_decided(data: Mapping[str, Any]) -> bool:
@@ -274,29 +267,17 @@ def _check_seeds_until(spec: SweepSpec) -> None:
     # whole trial: a scheduler that stops one would leave a pair half-trained.
     if spec.seeds_until is None:
         return
-    refused = {
-        "search.algorithm": (
-            spec.search.algorithm != "grid",
-            "seeds until decided pairs the losses of a grid: use search.algorithm grid",
-        ),
-        "task.dataset": (
-            len(spec.task.dataset) != 1,
-            "seeds until decided pairs each loss with ce on one data set: run one sweep per "
-            "data set",
-        ),
-        "task.variant": (
-            len(spec.task.variant) != 1,
-            "seeds until decided pairs each loss with ce on one variant: run one sweep per variant",
-        ),
-        "scheduler.kind": (
-            spec.tune is None and spec.scheduler.kind != "fifo",
+    _check_one_table(
+        spec,
+        "seeds until decided pairs the losses of a grid: use search.algorithm grid",
+        "seeds until decided pairs each loss with ce",
+    )
+    if spec.tune is None and spec.scheduler.kind != "fifo":
+        raise rule_error(
             "seeds until decided compares whole trials: a scheduler may stop stage-1 trials "
             "of tune only (use fifo)",
-        ),
-    }
-    for path, (broken, rule) in refused.items():
-        if broken:
-            raise rule_error(rule, path)
+            "scheduler.kind",
+        )
     points = expand_losses(spec)
     if BASELINE not in points or len(points) < 2:
         raise rule_error(

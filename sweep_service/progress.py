@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from search_spaces.flags import constant_choices
 from search_spaces.lineage import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.reports import degenerate_reason, final_rows
-from search_spaces.reports.tables import tuned_settings
+from search_spaces.reports.notes import tuned_settings
 from sweep_service.api.trials import count_states
 from sweep_service.results import SweepNotFoundError, trial_rows
 from sweep_service.store import TrialProgress

@@ -29,6 +29,7 @@ from search_spaces.reports.grid import MARKS
 from search_spaces.reports.html_table import to_html
 from search_spaces.reports.latex import to_latex
 from search_spaces.reports.markdown import to_markdown
+from search_spaces.reports.paired import paired_test, with_significance
 from search_spaces.reports.plots import plot_kind, plot_title, to_png
 from search_spaces.reports.tables import (
     METRICS,
@@ -36,12 +37,10 @@ from search_spaces.reports.tables import (
     final_rows,
     infer_layout,
     loss_label,
-    paired_test,
     paper_table,
     pivot_table,
     row_from_trial,
     with_failures,
-    with_significance,
 )
 
 __all__ = [

@@ -71,7 +71,7 @@ def legend(table: pd.DataFrame) -> str:
 
 def ci_line(table: pd.DataFrame) -> str | None:
     """Each tested Δ with its 95% confidence interval (paired t over seeds), in a
-    sentence, or None without tests (``attrs["ci"]``, ``tables.with_significance``) or
+    sentence, or None without tests (``attrs["ci"]``, ``paired.with_significance``) or
     where seeds ran until decided (``rule_line`` gives the repeated intervals)."""
     if table.attrs.get("sequential"):
         return None
@@ -132,7 +132,7 @@ def tuned_line(table: pd.DataFrame) -> str | None:
     if not tuned:
         return None
     constant = table.attrs.get("tuned_constant") or []
-    return tuned_text(tuned, constant, format_value, table.attrs.get("grid_edges"))
+    return tuned_text(tuned, constant, table.attrs.get("grid_edges"))
 
 
 def notes(table: pd.DataFrame) -> list[str]:

@@ -12,6 +12,7 @@ of the same settings are reruns, which the legend counts as runs (``seeds``).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -22,6 +23,13 @@ from search_spaces.setup import FIELD_LABELS, PREFIX
 # What tells trials apart besides their seed (and the tuned settings, ``tuned_<name>``).
 CELL_KEYS = ("loss", "dataset", "variant")
 KEY_JOINER = " / "  # between the parts of a composite rows key and of its labels
+
+
+def require_columns(rows: pd.DataFrame, columns: Iterable[str]) -> None:
+    """Raises ValueError naming the ``columns`` that ``rows`` lack, and those it has."""
+    missing = [column for column in columns if column not in rows.columns]
+    if missing:
+        raise ValueError(f"rows lack column(s) {missing}; they have {list(rows.columns)}")
 
 
 def differing_keys(rows: pd.DataFrame, rows_key: str, cols_key: str) -> list[str]:

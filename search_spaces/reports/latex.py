@@ -12,22 +12,32 @@ from search_spaces.reports.escapes import one_line
 from search_spaces.reports.grid import Cell, cell_grid
 
 _LATEX_MARKS = {"‡": r"$^\ddagger$", "†": r"$^\dagger$"}  # a mark after a cell
+_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
+# And the symbols a table's text uses, in math mode.
+_SYMBOLS = {
+    **_SPECIAL,
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "‡": r"$\ddagger$",
+    "†": r"$\dagger$",
+    "<": r"$<$",
+}
 
 
-def _latex_escape(text: str) -> str:
-    special = {
-        "&": r"\&",
-        "%": r"\%",
-        "$": r"\$",
-        "#": r"\#",
-        "_": r"\_",
-        "{": r"\{",
-        "}": r"\}",
-        "~": r"\textasciitilde{}",
-        "^": r"\textasciicircum{}",
-        "\\": r"\textbackslash{}",
-    }
-    return "".join(special.get(char, char) for char in one_line(text))
+def _latex_escape(text: str, replaced: dict[str, str] = _SPECIAL) -> str:
+    """``text`` on one line, each character of ``replaced`` as LaTeX writes it."""
+    return "".join(replaced.get(char, char) for char in one_line(text))
 
 
 def to_latex(table: pd.DataFrame) -> str:
@@ -54,7 +64,7 @@ def to_latex(table: pd.DataFrame) -> str:
     lines += [
         r"\bottomrule",
         r"\end{tabular}",
-        rf"\caption{{{_latex_text(caption)}}}",
+        rf"\caption{{{_latex_escape(caption, _SYMBOLS)}}}",
         rf"\label{{tab:{_label(title)}}}",
         r"\end{table}",
     ]
@@ -64,23 +74,8 @@ def to_latex(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _latex_text(text: str) -> str:
-    """Escaped, with the symbols a table uses in math mode."""
-    symbols = {
-        "±": r"$\pm$",
-        "Δ": r"$\Delta$",
-        "‡": r"$\ddagger$",
-        "†": r"$\dagger$",
-        "<": r"$<$",
-    }
-    escaped = _latex_escape(text)
-    for symbol, command in symbols.items():
-        escaped = escaped.replace(symbol, command)
-    return escaped
-
-
 def _latex_cell(cell: Cell) -> str:
-    text = _latex_text(cell.text)
+    text = _latex_escape(cell.text, _SYMBOLS)
     if cell.best and text:
         text = rf"\textbf{{{text}}}"
     return text + _LATEX_MARKS.get(cell.mark, "")

@@ -1,8 +1,8 @@
 """A table whose seeds ran until decided (``seeds: {min, max, until: decided}``): each
 cell's looks at its paired differences (``search_spaces.sequential.run_rule``), where
 it stopped and why, and its repeated confidence interval and p-value in place of the
-fixed-k ones (the project's method notes, §10: a cell never claims more than its
-rule allows).
+fixed-k ones: a cell never claims more than its rule allows (docs/sweeps.md, "Seeds
+until decided").
 
 The rule is read from the rows themselves (their setup field ``seeds``), so the
 driver, which follows it to choose each round's seeds, and every table of its trials
@@ -19,6 +19,7 @@ import pandas as pd
 
 from search_spaces.reports.flagged import marks
 from search_spaces.reports.formats import format_value, ordered
+from search_spaces.reports.paired import holm
 from search_spaces.sections import SeedsUntil
 from search_spaces.sequential import Look, Verdict, run_rule
 from search_spaces.setup import PREFIX
@@ -112,8 +113,6 @@ def with_rule(
     ``attrs["p_raw"]``, and the marks (``attrs["significance"]``) are the repeated
     p-values Holm-adjusted over the table, on the cells the rule decided only (NaN on
     the others): a mark never claims more than the rule."""
-    from search_spaces.reports.tables import holm
-
     ends = {cell: stopped(taken, rule) for cell, taken in looks.items()}
     table.attrs["seeds_until"] = rule.describe()
     table.attrs["sequential"] = ends

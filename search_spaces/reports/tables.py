@@ -1,50 +1,36 @@
-"""Tables over a sweep's trial rows: pure functions (see ``search_spaces.reports``)."""
+"""A sweep's trial rows and the tables over them, pure functions (see
+``search_spaces.reports``); each row's paired test against the baseline is
+``paired``'s."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import pandas as pd
 
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.flags import BASELINE_SCORES
-from search_spaces.reports.cells import keyed_by_cell, split_by
+from search_spaces.reports.cells import keyed_by_cell, require_columns, split_by
 from search_spaces.reports.flagged import marks, with_every_cell, with_marks, with_sensitivity
-from search_spaces.reports.formats import STATS, format_value, ordered, sort_key
-from search_spaces.reports.notes import precision_counts
-from search_spaces.reports.resolution import resolvable_difference, resolvable_range
+from search_spaces.reports.formats import STATS, format_value, ordered
+from search_spaces.reports.notes import grid_edges, precision_counts, tuned_settings
+from search_spaces.reports.paired import paired_test, with_significance
 from search_spaces.reports.sequential import cell_looks, rule_of, with_rule
 from search_spaces.reports.setup_block import setup_block
-from search_spaces.reports.tested import tested_scores
-from search_spaces.sections import trial_training
-from search_spaces.setup import (
-    PREFIX,
-    parse_tune_grid,
-    reported_columns,
-    setup_columns,
-    trial_setup,
-)
+from search_spaces.reports.tested import tested_metric, tested_scores
+from search_spaces.sections import Metric, trial_training
+from search_spaces.setup import reported_columns, setup_columns, trial_setup
 
+SEARCH_METRICS: tuple[str, ...] = get_args(Metric)
 METRICS = (
-    "eval_f1",
-    "eval_precision",
-    "eval_recall",
-    "eval_accuracy",
-    "eval_exact_match",
-    # NER as reading comprehension's official per-query span scores.
-    "eval_span_f1",
+    *SEARCH_METRICS,
+    # NER as reading comprehension's other official per-query span scores.
     "eval_span_precision",
     "eval_span_recall",
     # The reported checkpoint on the test split (training.score_test; reports.tested).
-    "test_f1",
-    "test_precision",
-    "test_recall",
-    "test_accuracy",
-    "test_exact_match",
-    "test_span_f1",
+    *map(tested_metric, SEARCH_METRICS),
     "train_loss",
     "epoch",
     "optimizer_steps",  # the optimiser steps the trial ran (to its last evaluation)
@@ -138,12 +124,6 @@ def infer_layout(rows: pd.DataFrame) -> tuple[str, str, str | None]:
     return "loss", "dataset", baseline
 
 
-def _require(rows: pd.DataFrame, columns: Iterable[str]) -> None:
-    missing = [column for column in columns if column not in rows.columns]
-    if missing:
-        raise ValueError(f"rows lack column(s) {missing}; they have {list(rows.columns)}")
-
-
 def pivot_table(
     rows: pd.DataFrame,
     rows_key: str,
@@ -163,7 +143,7 @@ def pivot_table(
     Raises:
         ValueError: a missing column, or a ``baseline`` that is not among the rows.
     """
-    _require(rows, (rows_key, cols_key, metric))
+    require_columns(rows, (rows_key, cols_key, metric))
     data = rows.dropna(subset=[metric])
     cells = data.groupby([rows_key, cols_key])
     stats = cells[metric].agg(["mean", "std", "count"])  # count: runs; seeds: distinct seeds
@@ -191,116 +171,6 @@ def pivot_table(
     }
     if "precision" in data:  # its trials reported what they trained in
         table.attrs["precision"] = precision_counts(data)
-    return table
-
-
-def paired_test(
-    rows: pd.DataFrame,
-    rows_key: str,
-    cols_key: str,
-    metric: str = "eval_f1",
-    baseline: str = "ce",
-) -> pd.DataFrame:
-    """Paired t-test (``scipy.stats.ttest_rel``) of each row against ``baseline`` within
-    each column, pairs matched by ``seed`` (several rows of one seed are averaged).
-
-    Returns one line per (row, column) other than the baseline: ``rows_key``,
-    ``cols_key``, ``n_pairs``, ``mean_diff`` (row - baseline) with its 95% confidence
-    interval (``ci_low``, ``ci_high``: the paired t interval), ``t_statistic``,
-    ``p_value`` (two-sided, raw), ``resolvable`` (``resolvable_difference`` of the
-    differences' spread) and its 95% range, ``resolvable_low`` and ``resolvable_high``
-    (``resolvable_range``), and ``p_holm``, the p-value Holm-adjusted over every line
-    (``holm``); all but the first two are NaN with fewer than 2 pairs.
-
-    Raises:
-        ValueError: a missing column, or a ``baseline`` that is not among the rows.
-    """
-    _require(rows, (rows_key, cols_key, "seed", metric))
-    per_seed = rows.dropna(subset=[metric]).groupby([cols_key, "seed", rows_key])[metric].mean()
-    wide = per_seed.unstack(rows_key)
-    if baseline not in wide.columns:
-        raise ValueError(f"baseline {baseline!r} is not a {rows_key}; have {list(wide.columns)}")
-    lines = [
-        {rows_key: label, cols_key: column, **_paired(wide.loc[column], label, baseline)}
-        for column in ordered(wide.index.get_level_values(0))
-        for label in ordered(wide.columns, baseline)[1:]
-    ]
-    columns = [rows_key, cols_key, "n_pairs", "mean_diff", "ci_low", "ci_high", "t_statistic"]
-    tests = pd.DataFrame(lines, columns=[*columns, "p_value", *RESOLVABLE_COLUMNS])
-    return tests.assign(p_holm=holm(tests["p_value"]))
-
-
-RESOLVABLE_COLUMNS = ("resolvable", "resolvable_low", "resolvable_high")
-
-
-def holm(p_values: pd.Series) -> pd.Series:
-    """Holm's step-down adjustment of a table's p-values (``statsmodels``' ``holm``),
-    which keeps the chance of any false mark at 5% over all of them; NaN stays NaN."""
-    from statsmodels.stats.multitest import multipletests
-
-    adjusted = p_values.astype(float).copy()
-    tested = adjusted.notna()
-    if tested.any():
-        adjusted[tested] = multipletests(adjusted[tested], method="holm")[1]
-    return adjusted
-
-
-def _paired(block: pd.DataFrame, label: Any, baseline: Any) -> dict[str, float]:
-    """The paired test of column ``label`` against ``baseline`` over the seeds (rows) of
-    ``block``; seeds missing either are left out."""
-    from scipy import stats
-
-    pairs = block[[label, baseline]].dropna()
-    differences = pairs[label] - pairs[baseline]
-    t_stat = p_value = resolvable = low = high = ci_low = ci_high = math.nan
-    if len(pairs) >= 2:
-        spread = float(differences.std(ddof=1))
-        resolvable = resolvable_difference(spread, len(pairs))
-        low, high = resolvable_range(spread, len(pairs))
-        # Identical differences have no variance: scipy returns +-inf or NaN and warns.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = stats.ttest_rel(pairs[label], pairs[baseline])
-            interval = result.confidence_interval(0.95)
-        t_stat, p_value = float(result.statistic), float(result.pvalue)
-        ci_low, ci_high = float(interval.low), float(interval.high)
-    return {
-        "n_pairs": len(pairs),
-        "mean_diff": float(differences.mean()) if len(pairs) else math.nan,
-        "ci_low": ci_low,
-        "ci_high": ci_high,
-        "t_statistic": t_stat,
-        "p_value": p_value,
-        **dict(zip(RESOLVABLE_COLUMNS, (resolvable, low, high), strict=True)),
-    }
-
-
-def with_significance(table: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
-    """``table`` carrying each cell's paired test against the baseline (``paired_test``):
-    its Holm-adjusted p-value (``attrs["significance"]``: ``{(row, column): p}``),
-    which the renderers show as marks, the raw one (``attrs["p_raw"]``), the Δ's 95%
-    confidence interval (``attrs["ci"]``: ``{(row, column): (low, high)}``) and the
-    smallest difference each test detects at 80% power (``attrs["resolvable"]``) with
-    its 95% range (``attrs["resolvable_range"]``), which the notes state."""
-    rows_key, cols_key = table.attrs["rows_key"], table.attrs["cols_key"]
-    lines = tests.to_dict(orient="records")
-    table.attrs["significance"] = {
-        (line[rows_key], line[cols_key]): float(line["p_holm"]) for line in lines
-    }
-    table.attrs["p_raw"] = {
-        (line[rows_key], line[cols_key]): float(line["p_value"]) for line in lines
-    }
-    table.attrs["ci"] = {
-        (line[rows_key], line[cols_key]): (float(line["ci_low"]), float(line["ci_high"]))
-        for line in lines
-    }
-    table.attrs["resolvable"] = {
-        (line[rows_key], line[cols_key]): float(line["resolvable"]) for line in lines
-    }
-    table.attrs["resolvable_range"] = {
-        (line[rows_key], line[cols_key]): (line["resolvable_low"], line["resolvable_high"])
-        for line in lines
-    }
     return table
 
 
@@ -360,52 +230,6 @@ def paper_table(
     table.attrs["split_by"] = split
     table.attrs["test"] = tested_scores(learned, rows_key, cols_key, metric)
     return table
-
-
-def grid_edges(rows: pd.DataFrame) -> dict[str, dict[str, str]]:
-    """Each loss whose stage-1 choice sits at an edge of its grid (``setup_tune_grid``):
-    ``{"ce": {"learning_rate": "lowest of {0.0001, 0.0003}"}}``, which says the grid may
-    have been too narrow (the project's method notes, §3); empty without one."""
-    if f"{PREFIX}tune_grid" not in rows or "loss" not in rows:
-        return {}
-    edges: dict[str, dict[str, str]] = {}
-    for label, group in rows.groupby("loss", sort=False):
-        grids = parse_tune_grid(str(group[f"{PREFIX}tune_grid"].dropna().iloc[0]))
-        for name, values in grids.items():
-            column = f"tuned_{name}"
-            if column not in group or group[column].isna().all() or len(values) < 2:
-                continue
-            chosen = float(group[column].dropna().iloc[0])
-            shown = "{" + ", ".join(format_value(v) for v in values) + "}"
-            if math.isclose(chosen, min(values)):
-                edges.setdefault(str(label), {})[name] = f"lowest of {shown}"
-            elif math.isclose(chosen, max(values)):
-                edges.setdefault(str(label), {})[name] = f"highest of {shown}"
-    return dict(sorted(edges.items(), key=lambda item: sort_key(item[0])))
-
-
-def tuned_settings(rows: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Each loss's settings chosen by stage 1 of a two-stage sweep, as its rows carry
-    them (``tuned_<setting>``): ``{"ce": {"learning_rate": 3e-05}}``; empty without."""
-    columns = [column for column in rows.columns if column.startswith("tuned_")]
-    if not columns or "loss" not in rows:
-        return {}
-    tuned: dict[str, dict[str, Any]] = {}
-    for label, group in rows.groupby("loss", sort=False):
-        values = {
-            column.removeprefix("tuned_"): _plain_number(group[column].dropna().iloc[0])
-            for column in columns
-            if group[column].notna().any()
-        }
-        if values:
-            tuned[str(label)] = values
-    return dict(sorted(tuned.items(), key=lambda item: sort_key(item[0])))
-
-
-def _plain_number(value: Any) -> Any:
-    """A pandas/numpy scalar as a plain int or float (JSON and messages show it)."""
-    number = float(value)
-    return int(number) if number.is_integer() and abs(number) >= 1 else number
 
 
 def no_skill_baselines(rows: pd.DataFrame) -> dict[str, dict[str, float]]:

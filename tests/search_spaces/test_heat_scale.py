@@ -10,8 +10,8 @@ import pytest
 
 from search_spaces.reports import paired_test, pivot_table
 from search_spaces.reports.heat_scale import NONE_RESOLVED, smallest_resolvable
+from search_spaces.reports.paired import with_significance
 from search_spaces.reports.plots import _draw_heatmap
-from search_spaces.reports.tables import with_significance
 
 
 def _table(f1: dict[str, list[float]]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The torch-free loss schemas mirror docs/losses.md and the trainables' registry."""
+"""The torch-free loss schemas: their defaults, and the trainables' registry they mirror."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from search_spaces.losses import (
     validate_loss_spec,
 )
 
-DEFAULTS = {  # written out here, not read from the schema
+DEFAULTS = {  # each loss's parameters and their defaults, written out, not read from the schema
     "ce": {},
     "wce": {"k": 1.0},
     "focal": {"gamma": 2.0, "prob_offset": 0.0},

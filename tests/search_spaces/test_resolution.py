@@ -1,6 +1,7 @@
-"""The resolvable difference with its uncertainty (docs STUDIES §5), against values
-computed by hand: with 2 degrees of freedom χ² has the closed form
-``ppf(p) = −2·ln(1 − p)``, and t's quantiles are scipy's."""
+"""The resolvable difference with its uncertainty (docs/sweeps.md, "Each Δ's interval,
+the marks, and what the seeds detect"), against values computed by hand: with 2
+degrees of freedom χ² has the closed form ``ppf(p) = −2·ln(1 − p)``, and t's quantiles
+are scipy's."""
 
 from __future__ import annotations
 
