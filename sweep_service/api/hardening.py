@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -38,7 +39,7 @@ DOCS_PATHS = ("/docs", "/redoc")
 STATIC_PREFIX = "/assets/"
 
 
-class HttpMiddleware:
+class HttpMiddleware(ABC):
     """An ASGI middleware over ``app`` that acts on HTTP requests (``handle``) and passes
     every other scope (the lifespan's) through as it came."""
 
@@ -51,8 +52,9 @@ class HttpMiddleware:
         else:
             await self.app(scope, receive, send)
 
+    @abstractmethod
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raise NotImplementedError
+        """Answer, or pass on to ``self.app``, one HTTP request."""
 
 
 class SecurityHeaders(HttpMiddleware):
