@@ -146,13 +146,21 @@ def trial_model(model: str, roots: Sequence[Path] | None) -> str:
 
 
 NODE_KEY = "node_id"
+# Every evaluation a trial has reported, oldest first, in each checkpoint it reports.
+REPORTS_FILE = "reports.json"
 
 
 class RayTuneReporter:
-    """Reports to Ray Tune and resumes from the checkpoint Ray hands back."""
+    """Reports to Ray Tune and resumes from the checkpoint Ray hands back.
+
+    Each checkpoint carries every evaluation reported up to it (``REPORTS_FILE``): a
+    driver killed before it saved Tune's results table loses the last reports from the
+    table, and a trial resumed from a checkpoint past them never reports them again;
+    the driver's backfill logs them from the checkpoint (``checkpoint_reports``)."""
 
     def __init__(self) -> None:
         self._restored: Path | None = None
+        self._reports: list[dict[str, Any]] = []
 
     def latest_checkpoint(self) -> Path | None:
         from ray import tune
@@ -161,6 +169,9 @@ class RayTuneReporter:
         if checkpoint is None:
             return None
         self._restored = Path(checkpoint.to_directory())
+        reports = self._restored / REPORTS_FILE
+        # A checkpoint from before reports were kept carries none.
+        self._reports = json.loads(reports.read_text()) if reports.exists() else []
         return self._restored
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: Path) -> None:
@@ -170,10 +181,28 @@ class RayTuneReporter:
         # The Ray node that trained it, beside Tune's hostname and node_ip: the trial's
         # MLflow run records where each attempt ran.
         reported = {**metrics, NODE_KEY: ray.get_runtime_context().get_node_id()}
+        self._reports.append(reported)
+        # A NumPy scalar (not JSON) as a number.
+        (checkpoint_dir / REPORTS_FILE).write_text(json.dumps(self._reports, default=float))
         tune.report(reported, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
 
     def progress(self, step: int, total: int, loss: float) -> None:
         """Ray Tune shows progress from the reports; nothing to do per step."""
+
+
+def checkpoint_reports(checkpoint: Any) -> list[dict[str, Any]]:
+    """The evaluations a trial reported up to ``checkpoint`` (a ``ray.tune.Checkpoint``
+    on any storage; None: no checkpoint), oldest first; none for a checkpoint without
+    ``REPORTS_FILE``."""
+    if checkpoint is None:
+        return []
+    path = f"{checkpoint.path}/{REPORTS_FILE}"
+    try:
+        with checkpoint.filesystem.open_input_stream(path) as stream:
+            reports: list[dict[str, Any]] = json.loads(stream.read())
+    except FileNotFoundError:
+        return []
+    return reports
 
 
 def train(config: dict[str, Any]) -> None:

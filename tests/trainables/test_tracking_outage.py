@@ -5,6 +5,7 @@ and a trial whose writes were given up is made whole from Tune's results at the 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,13 +20,14 @@ import httpx
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
-from ray.tune import Result
+from ray.tune import Checkpoint, Result
 
 from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, STOP_TAG, SWEEP_TAG
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from tests.tcp_proxy import TcpProxy, free_port
 from trainables.driver.tracking import TrialLogger
+from trainables.train import REPORTS_FILE
 
 SWEEP = "sw-0utage0000000001"
 
@@ -106,11 +108,16 @@ def history(client: MlflowClient, run_id: str, key: str) -> dict[int, float]:
     return {int(m.step): m.value for m in client.get_metric_history(run_id, key)}
 
 
-def tune_result(reported: list[dict[str, Any]], config: dict[str, Any], path: Path) -> Result:
+def tune_result(
+    reported: list[dict[str, Any]],
+    config: dict[str, Any],
+    path: Path,
+    checkpoint: Checkpoint | None = None,
+) -> Result:
     """What Tune's ``ResultGrid`` holds for a trial that reported ``reported``."""
     return Result(
         metrics={**reported[-1], "config": config},
-        checkpoint=None,
+        checkpoint=checkpoint,
         error=None,
         path=str(path),
         metrics_dataframe=pd.DataFrame(reported),
@@ -221,3 +228,37 @@ def test_a_write_lost_with_a_killed_driver_is_completed_after_the_next_one_close
     assert run.info.status == "FINISHED" and run.data.metrics["eval_f1"] == 58.0  # the last step's
     assert run.data.tags[STOP_TAG] == "epochs"  # closed as it was: not closed again
     assert second.backfill([result]) == 0
+
+
+def test_an_evaluation_only_the_checkpoint_carries_is_backfilled_from_it(tmp_path: Path) -> None:
+    """A driver killed before it saved Tune's results table loses the last reports from
+    it; the trial resumed from the checkpoint they came with never reports them again.
+    The checkpoint's own reports fill the run."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    link = open_sweep(client)
+    config = trial_config("dice", seed=3)
+    killed = TrialLogger(link, client)  # killed with step 30 queued, after its checkpoint
+    killed.log_result("t-resumed", config, {"step": 10, "eval_f1": 21.0})
+    killed.log_result("t-resumed", config, {"step": 20, "eval_f1": 33.0})
+    run_id = killed.run_id("t-resumed", config)
+    resumed = TrialLogger(link, client)  # the trial goes on from step 30's checkpoint
+    resumed.log_result("t-resumed", config, {"step": 40, "eval_f1": 47.0})
+    resumed.finish("t-resumed", config, "FINISHED", stopped="epochs")
+
+    every = [
+        {"step": step, "eval_f1": f1, "trial_id": "t-resumed"}
+        for step, f1 in [(10, 21.0), (20, 33.0), (30, 41.0), (40, 47.0)]
+    ]
+    folder = tmp_path / "checkpoint_000003"
+    folder.mkdir()
+    (folder / REPORTS_FILE).write_text(json.dumps(every))
+    # Tune's table as the kill left it: step 30 never saved, step 40 from the resumed run.
+    table = [every[0], every[1], every[3]]
+    result = tune_result(table, config, tmp_path, Checkpoint.from_directory(str(folder)))
+    assert resumed.backfill([result]) == 1
+    assert history(client, run_id, "eval_f1") == {10: 21.0, 20: 33.0, 30: 41.0, 40: 47.0}
+    assert client.get_run(run_id).data.tags[STOP_TAG] == "epochs"  # not closed again
+    assert resumed.backfill([result]) == 0
+
+    (folder / REPORTS_FILE).unlink()  # a checkpoint from before reports were kept
+    assert resumed.backfill([result]) == 0

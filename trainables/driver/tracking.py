@@ -55,7 +55,8 @@ class TrialLogger(Callback):  # type: ignore[misc]
     of up to ``outage_s`` (``trainables.driver.outage``). ``flush`` (and the end of the
     experiment) waits until every queued write is made. What is still missing at the
     end (an outage longer than that, a driver that died with
-    writes queued) is written by ``backfill`` from Tune's own results.
+    writes queued) is written by ``backfill`` from Tune's own results and the reports
+    each trial's latest checkpoint carries.
     """
 
     def __init__(self, link: TrackingLink, client: Any = None, outage_s: float = 3600) -> None:
@@ -244,7 +245,7 @@ class TrialLogger(Callback):  # type: ignore[misc]
             if not trial_id:
                 continue
             run_id = self._existing_run(trial_id, result.config)
-            missing = self._unlogged(run_id, result.metrics_dataframe)
+            missing = self._unlogged(run_id, reported_results(result))
             ended = self.client.get_run(run_id).info.status in ("FINISHED", "FAILED")
             if not missing and ended:
                 continue
@@ -276,14 +277,12 @@ class TrialLogger(Callback):  # type: ignore[misc]
         self._runs[trial_id] = run_id
         return run_id
 
-    def _unlogged(self, run_id: str, reported: Any) -> list[dict[str, Any]]:
-        """The results in ``reported`` (Tune's data frame of a trial's results) whose step
-        the run does not hold, oldest first."""
-        if reported is None or reported.empty or "step" not in reported:
+    def _unlogged(self, run_id: str, reported: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The results in ``reported`` whose step the run does not hold."""
+        if not reported:
             return []
         logged = {int(m.step) for m in self.client.get_metric_history(run_id, "step")}
-        rows = reported.to_dict(orient="records")
-        return [row for row in rows if int(row["step"]) not in logged]
+        return [row for row in reported if int(row["step"]) not in logged]
 
     # Ray Tune's hooks: each queues its write (``later``).
 
@@ -325,6 +324,22 @@ class TrialLogger(Callback):  # type: ignore[misc]
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
         self.flush()
+
+
+def reported_results(result: Any) -> list[dict[str, Any]]:
+    """Every evaluation a trial's ``Result`` holds, one a step, oldest first: the rows of
+    Tune's results table, then those only its latest checkpoint carries (reported after
+    a killed driver last saved the table, and never again by the trial resumed past
+    them)."""
+    from trainables.train import checkpoint_reports
+
+    frame = result.metrics_dataframe
+    rows = [] if frame is None or frame.empty else frame.to_dict(orient="records")
+    by_step: dict[int, dict[str, Any]] = {}
+    for row in [*rows, *checkpoint_reports(result.checkpoint)]:
+        if row.get("step") is not None and row["step"] == row["step"]:  # NaN: no step
+            by_step.setdefault(int(row["step"]), row)
+    return [by_step[step] for step in sorted(by_step)]
 
 
 def latest_error(trial: Any) -> BaseException | str | None:
