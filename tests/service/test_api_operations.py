@@ -45,6 +45,14 @@ def test_an_unknown_search_space_is_404_listing_the_valid_names(api: Api) -> Non
     }
 
 
+def test_a_submission_naming_an_unknown_preset_is_a_documented_422(api: Api) -> None:
+    refused = api.client.post("/v1/sweeps", json={"extends": "nope"})
+    assert refused.status_code == 422
+    documented = api.client.get("/openapi.json").json()["paths"]["/v1/sweeps"]["post"]
+    assert "404" not in documented["responses"]
+    assert "an unknown preset in extends" in documented["responses"]["422"]["description"]
+
+
 def test_health_checks_the_store(api: Api) -> None:
     assert api.client.get("/healthz").json() == {"status": "ok"}
 

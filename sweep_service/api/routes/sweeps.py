@@ -96,10 +96,10 @@ def sweep_links(sweep: Sweep, mlflow: MlflowLinks | None = None) -> SweepLinks:
         200: {"model": SweepPublic, "description": "a retry: the sweep of the first request"},
         **documented(
             {
-                404: "an unknown preset in extends",
                 413: "a body over DICESWEEP_MAX_REQUEST_BYTES, or a resolved spec over "
                 "DICESWEEP_MAX_SPEC_BYTES",
-                422: "an invalid spec (each field and rule), or a reused Idempotency-Key",
+                422: "an invalid spec (each field and rule; an unknown preset in extends "
+                "among them), or a reused Idempotency-Key",
                 429: "a quota (trials per sweep, GPUs per trial, concurrent sweeps)",
             }
         ),
