@@ -124,7 +124,7 @@ class TrainingSpec(Section):
     head_init: Literal["torch", "encoder"] = "torch"
     max_train_examples: Int | None = Field(None, ge=1, le=1_000_000_000)  # None: whole split
     max_eval_examples: Int | None = Field(None, ge=1, le=1_000_000_000)
-    doc_stride: Int = Field(128, ge=1, le=4096)  # MRC: tokens between the starts of two windows
+    doc_stride: Int = Field(128, ge=1, le=4096)  # MRC: tokens two neighbouring windows share
     # Batches of similar lengths (shuffled in groups of 50 batches, each group sorted
     # by length): less padding, the same examples each epoch; false: a plain shuffle.
     group_by_length: bool = True

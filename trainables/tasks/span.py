@@ -1,11 +1,12 @@
 """Span extraction (machine reading comprehension, SQuAD v1.1 and v2 JSON).
 
-Long contexts are split into windows of ``max_seq_length`` tokens, ``doc_stride``
-tokens apart. Start and end are two problems over positions, restricted to the
-window's context tokens and ``[CLS]`` (the target of a window that does not hold
-the answer). With ``ce`` each is a softmax over those positions (the usual
-baseline); every other loss treats each position as a binary problem, with the
-context mask. Answers are scored with the official SQuAD normalisation.
+Long contexts are split into windows of ``max_seq_length`` tokens, each sharing
+``doc_stride`` tokens (at most half a window) with the next: a fast tokenizer's
+``stride``, as Hugging Face's ``run_qa.py`` reads ``doc_stride``. Start and end are
+two problems over positions, restricted to the window's context tokens and ``[CLS]``
+(the target of a window that does not hold the answer). With ``ce`` each is a softmax
+over those positions (the usual baseline); every other loss treats each position as a
+binary problem, with the context mask. Answers are scored with the official SQuAD normalisation.
 
 With ``no_answer`` (SQuAD v2: some questions have no answer in their paragraph) an
 unanswerable question is trained to point at ``[CLS]`` in every window, and a
