@@ -1,14 +1,15 @@
-"""The fidelity table of the ``en_conll03`` presets: each setting of the official
-CoNLL-2003 scripts (ShannonAI/dice_loss_for_NLP), its value there and the file that
-sets it, the preset's value, and ``same`` or the reason they differ.
+"""The fidelity tables of the presets that claim an official script: the ``en_conll03``
+ones (the CoNLL-2003 scripts, NER as reading comprehension) and the ``squad_v1`` ones
+(the SQuAD v1.1 scripts) of ShannonAI/dice_loss_for_NLP. Each setting, its value there
+and the file that sets it, the preset's value, and ``same`` or the reason they differ.
 
     python scripts/preset_fidelity.py            # print the table
     python scripts/preset_fidelity.py --write    # put it into docs/sweeps.md
 
 The official values are written here once, in this project's terms; the presets'
 values are read from the resolved presets. A setting whose two values differ without
-a reason in ``REASONS`` is an undeclared departure: ``departures`` lists them, and
-``--write`` refuses to write a table holding one.
+a reason (``Family.reasons``) is an undeclared departure: ``departures`` lists them,
+and ``--write`` refuses to write a table holding one.
 """
 
 from __future__ import annotations
@@ -19,22 +20,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from search_spaces.datasets import get_dataset
 from search_spaces.mrc_ner import MrcNerSpec
 from search_spaces.reports.tables import loss_label
 from search_spaces.resolve import resolve_spec
 from search_spaces.spec import SweepSpec, expand_losses
+from trainables.tasks.span import MAX_ANSWER_TOKENS, N_BEST
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "sweeps.md"
 BEGIN = "<!-- fidelity table: scripts/preset_fidelity.py -->"
 END = "<!-- end of the fidelity table -->"
-# Each preset and the official script it claims.
-PRESETS = {
+# Each en_conll03 preset and the official script it claims.
+NER_PRESETS = {
     "en_conll03": "scripts/ner_enconll03/bert_dice.sh",
     "en_conll03-focal": "scripts/ner_enconll03/bert_focal.sh",
     "en_conll03-bce": "scripts/ner_enconll03/bert_dice.sh, LOSS_TYPE bce",
 }
-DICE, FOCAL, BCE = PRESETS
+DICE, FOCAL, BCE = NER_PRESETS
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def _checkpoint(spec: SweepSpec) -> str:
 
 SPAN_F1 = "the best on dev by eval_span_f1"
 MASK = "the context sub-tokens and the last [SEP]"
-SETTINGS = [
+NER_SETTINGS = [
     Setting("model", "BERT_DIR", "bert-large-cased", lambda s: s.model),
     Setting(
         "loss",
@@ -220,8 +223,8 @@ SETTINGS = [
     Setting("evaluation batch", "EVAL_BATCH_SIZE", "1", lambda s: str(s.training.batch_size)),
 ]
 
-# Why a preset's value is not the script's, per setting.
-REASONS = {
+# Why an en_conll03 preset's value is not the script's, per setting.
+NER_REASONS: dict[str, str | dict[str, str]] = {
     "model": "BERT-base cased, as the paper-scale studies run it; "
     "`model: bert-large-cased` is the script's",
     "repeated entity strings": "this project's rule: a target is where its entity is",
@@ -249,6 +252,267 @@ def _official_queries(spec: SweepSpec) -> bool:
 
 
 @dataclass(frozen=True)
+class Family:
+    """The presets that claim one task's official scripts: each preset's script, the
+    settings compared, and why a preset's value differs from its script's, per setting
+    (one reason for every preset of the family, or one for each preset it concerns)."""
+
+    presets: dict[str, str]
+    settings: list[Setting]
+    reasons: dict[str, str | dict[str, str]]
+
+    def reason(self, setting: str, preset: str) -> str:
+        """The declared reason of ``preset``'s ``setting``, or ``""``."""
+        given = self.reasons.get(setting, "")
+        return given if isinstance(given, str) else given.get(preset, "")
+
+
+EN_CONLL03 = Family(NER_PRESETS, NER_SETTINGS, NER_REASONS)
+
+
+# Each squad_v1 preset and the official script it claims.
+SQUAD_PRESETS = {
+    "squad_v1": "scripts/mrc_squad1/bert_large_dice.sh",
+    "squad_v1-ce": "scripts/mrc_squad1/bert_large_ce.sh",
+    "squad_v1-focal": "scripts/mrc_squad1/bert_large_focal.sh",
+}
+SQ_DICE, SQ_CE, SQ_FOCAL = SQUAD_PRESETS
+CONTEXT = "[CLS] and the context"
+OFFICIAL_MASK = "[CLS], the context and its closing [SEP]"
+LENGTHS = "scripts/squad_lengths.py"
+
+
+def _squad_data(spec: SweepSpec) -> str:
+    info = get_dataset(spec.task.dataset[0])
+    if info.split_by_article_from:
+        return "SQuAD v1.1 dev, split by article into train and eval"
+    return "SQuAD v1.1 train, scored on dev"
+
+
+def _span_positions(spec: SweepSpec) -> str:
+    if expand_losses(spec)[0]["name"] == "ce":
+        return f"a softmax over {CONTEXT}"
+    return CONTEXT
+
+
+SQUAD_SETTINGS = [
+    Setting(
+        "model",
+        "BERT_DIR, --do_lower_case",
+        {SQ_DICE: "bert-large-uncased", SQ_CE: "bert-large-uncased", SQ_FOCAL: "bert-base-uncased"},
+        lambda s: s.model,
+    ),
+    Setting(
+        "data",
+        "DATA_DIR: train-v1.1.json, dev-v1.1.json",
+        "SQuAD v1.1 train, scored on dev",
+        _squad_data,
+    ),
+    Setting(
+        "loss",
+        "LOSS_TYPE, DICE_*, FOCAL_GAMMA; loss/dice_loss.py, loss/focal_loss.py",
+        {
+            SQ_DICE: "dsc(alpha=0.01,ohem_ratio=0.1,ohem_rule=official,scope=set,smooth=1,"
+            "square=true)",
+            SQ_CE: "ce",
+            SQ_FOCAL: "focal(gamma=2)",
+        },
+        lambda s: loss_label(expand_losses(s)[0]),
+    ),
+    Setting(
+        "start/end loss positions",
+        "tasks/squad/train.py compute_loss; datasets/squad_dataset.py label_mask",
+        {
+            SQ_DICE: OFFICIAL_MASK,
+            SQ_CE: "a softmax over every position of the window",
+            SQ_FOCAL: OFFICIAL_MASK,
+        },
+        _span_positions,
+    ),
+    Setting(
+        "decoding",
+        "metrics/functional/squad/postprocess_predication.py",
+        {
+            SQ_DICE: "the best span by summed sigmoid probabilities",
+            SQ_CE: "the best span by summed softmax probabilities",
+            SQ_FOCAL: "the best span by summed softmax probabilities",
+        },
+        lambda s: "the best span by summed logits",
+    ),
+    Setting(
+        "span candidates",
+        "--n_best_size, --max_answer_length",
+        "20 starts and ends, answers up to 30 tokens",
+        lambda s: f"{N_BEST} starts and ends, answers up to {MAX_ANSWER_TOKENS} tokens",
+    ),
+    Setting(
+        "question length",
+        "MAX_QUERY_LEN",
+        "64 tokens, longer questions cut",
+        lambda s: "the whole question",
+    ),
+    Setting("max length", "MAX_SEQ_LEN", "384", lambda s: str(s.training.max_seq_length)),
+    Setting(
+        "doc stride",
+        "DOC_STRIDE (transformers' squad_convert_examples_to_features)",
+        "128 tokens between two windows' starts",
+        lambda s: f"{s.training.doc_stride} tokens two windows share",
+    ),
+    Setting(
+        "dropout",
+        "BERT_DROPOUT; models/bert_qa.py",
+        "0.1 in the encoder and before the head",
+        lambda s: "0.1 in the encoder (the model's own), none before the head",
+    ),
+    Setting(
+        "head initialisation",
+        "models/bert_qa.py init_weights()",
+        "encoder",
+        lambda s: s.training.head_init,
+    ),
+    Setting(
+        "optimiser",
+        "OPTIMIZER (tasks/squad/train.py configure_optimizers)",
+        {
+            SQ_DICE: "AdamW (torch)",
+            SQ_CE: "AdamW (transformers)",
+            SQ_FOCAL: "AdamW (transformers)",
+        },
+        lambda s: "AdamW (torch)",
+    ),
+    Setting(
+        "epochs",
+        "MAX_EPOCH",
+        {SQ_DICE: "5", SQ_CE: "2", SQ_FOCAL: "2"},
+        lambda s: str(s.training.epochs),
+    ),
+    Setting(
+        "learning rate",
+        "LR",
+        {SQ_DICE: "2e-05", SQ_CE: "3e-05", SQ_FOCAL: "3e-05"},
+        lambda s: f"{s.training.learning_rate:g}",
+    ),
+    Setting(
+        "batch",
+        "TRAIN_BATCH_SIZE, --gpus",
+        {SQ_DICE: "2", SQ_CE: "4", SQ_FOCAL: "4 on each of 3 GPUs"},
+        lambda s: str(s.training.batch_size),
+    ),
+    Setting(
+        "gradient accumulation",
+        "ACC_GRAD",
+        {SQ_DICE: "20", SQ_CE: "6", SQ_FOCAL: "6"},
+        lambda s: str(s.training.grad_accumulation),
+    ),
+    Setting(
+        "warm-up",
+        "WARMUP_PROPORTION",
+        {SQ_DICE: "0.06", SQ_CE: "0.002", SQ_FOCAL: "0.002"},
+        lambda s: f"{s.training.warmup_ratio:g}",
+    ),
+    Setting(
+        "decay",
+        "LR_SCHEDULE",
+        {
+            SQ_DICE: "polynomial (power 1) to 0.25 × the peak rate",
+            SQ_CE: "linear to 0",
+            SQ_FOCAL: "one cycle: up from lr / 25, linearly down to lr / 25e4",
+        },
+        lambda s: s.training.decay.text(),
+    ),
+    Setting("weight decay", "WEIGHT_DECAY", "0.002", lambda s: f"{s.training.weight_decay:g}"),
+    Setting(
+        "AdamW epsilon",
+        "utils/get_parser.py --adam_epsilon",
+        "1e-06",
+        lambda s: f"{s.training.adam_epsilon:g}",
+    ),
+    Setting("gradient clip", "GRAD_CLIP", "1", lambda s: f"{s.training.grad_clip:g}"),
+    Setting(
+        "evaluations an epoch",
+        "VAL_CHECK_INTERVAL 0.125",
+        "8",
+        lambda s: str(s.training.evaluations_per_epoch or 1),
+    ),
+    Setting(
+        "checkpoint reported",
+        "validation_epoch_end: predictions_<epoch>_<step>.json",
+        "one evaluation's dev predictions, chosen among all",
+        _checkpoint,
+    ),
+    Setting(
+        "test split",
+        "test_dataloader: dev again",
+        "not scored",
+        lambda s: "scored" if s.training.score_test else "not scored",
+    ),
+    Setting(
+        "batch order",
+        "RandomSampler",
+        "a plain shuffle",
+        lambda s: "grouped by length" if s.training.group_by_length else "a plain shuffle",
+    ),
+    Setting("precision", "PRECISION 16", "fp16", lambda s: s.training.precision),
+    Setting(
+        "seed",
+        "set_random_seed(0); utils/get_parser.py --seed",
+        "0, the shuffle 2333",
+        lambda s: ",".join(map(str, s.seeds)),
+    ),
+    Setting(
+        "evaluation batch",
+        "utils/get_parser.py --eval_batch_size",
+        "1",
+        lambda s: str(s.training.batch_size),
+    ),
+]
+
+# Why a squad_v1 preset's value is not the script's, per setting.
+SQUAD_REASONS: dict[str, str | dict[str, str]] = {
+    "model": {
+        SQ_FOCAL: "the script's BERT_DIR is the base model under FILE_NAME focal_large; the "
+        "paper's focal row is BERT-large's"
+    },
+    "data": "only dev-v1.1.json is shipped: `squad_v1` splits it by article, no article in both",
+    "start/end loss positions": {
+        SQ_DICE: "the closing [SEP] is never an answer: one negative position fewer a window",
+        SQ_CE: "the query, [SEP] and padding are never an answer: the softmax is over those "
+        "that can be",
+        SQ_FOCAL: "the closing [SEP] is never an answer: one negative position fewer a window",
+    },
+    "decoding": "start and end logits summed for every loss, as BERT's own SQuAD code ranks spans",
+    "question length": f"no SQuAD v1.1 dev question is longer than 64 tokens ({LENGTHS})",
+    "doc stride": "a fast tokenizer's stride, as Hugging Face's run_qa.py reads doc_stride; 183 "
+    f"of SQuAD v1.1 dev's 10,570 questions need a second window at 384 tokens ({LENGTHS})",
+    "dropout": "Hugging Face's BertForQuestionAnswering head, which has no dropout of its own",
+    "optimiser": {
+        SQ_CE: "the same update; transformers' AdamW decays the weights after Adam's step, "
+        "torch's before it",
+        SQ_FOCAL: "the same update; transformers' AdamW decays the weights after Adam's step, "
+        "torch's before it",
+    },
+    "batch": {SQ_FOCAL: "three GPUs' batches accumulated on one (gradient accumulation)"},
+    "gradient accumulation": {
+        SQ_FOCAL: "6 on each of 3 GPUs: the same 72 windows an optimiser step on one"
+    },
+    "decay": {
+        SQ_FOCAL: "one-cycle is not offered: warm-up starts at 0, not lr / 25, over 0.2% of the "
+        "steps, and Adam's β1 stays 0.9 (OneCycleLR cycles it between 0.95 and 0.85)"
+    },
+    "checkpoint reported": "the best by eval F1 is kept and reported; the script writes every "
+    "evaluation's predictions and its ModelCheckpoint keeps the three lowest val_loss",
+    "seed": "one seed draws the weights' and the shuffle's randomness",
+    "evaluation batch": "the training batch; padded positions are masked, so only float "
+    "rounding differs",
+}
+
+SQUAD_V1 = Family(SQUAD_PRESETS, SQUAD_SETTINGS, SQUAD_REASONS)
+FAMILIES = [EN_CONLL03, SQUAD_V1]
+# Every preset that claims an official script, and the script.
+PRESETS = {preset: script for family in FAMILIES for preset, script in family.presets.items()}
+
+
+@dataclass(frozen=True)
 class Row:
     """One setting of one preset in the table."""
 
@@ -259,13 +523,19 @@ class Row:
     verdict: str  # "same", a reason, or "" for an undeclared departure
 
 
+def family_of(preset: str) -> Family:
+    """The family ``preset`` (a key of ``PRESETS``) belongs to."""
+    return next(family for family in FAMILIES if preset in family.presets)
+
+
 def rows(preset: str) -> list[Row]:
     """The table's rows for ``preset`` (a key of ``PRESETS``)."""
+    family = family_of(preset)
     spec = resolve_spec({"extends": preset})
     found = []
-    for setting in SETTINGS:
+    for setting in family.settings:
         official, ours = setting.official_value(preset), setting.read(spec)
-        verdict = "same" if official == ours else REASONS.get(setting.name, "")
+        verdict = "same" if official == ours else family.reason(setting.name, preset)
         found.append(Row(setting.name, setting.source, official, ours, verdict))
     return found
 
@@ -279,7 +549,7 @@ def departures() -> list[str]:
 
 
 def table() -> str:
-    """The fidelity table of every preset of ``PRESETS``, in Markdown."""
+    """The fidelity tables of every preset of ``PRESETS``, in Markdown."""
     lines = [BEGIN]
     for preset, script in PRESETS.items():
         lines += [

@@ -27,6 +27,9 @@ EXPECTED_COUNTS = {
     "focal_gamma": 15,
     "loss_compare": 18,
     "smoke": 2,
+    "squad_v1": 1,
+    "squad_v1-ce": 1,
+    "squad_v1-focal": 1,
     "study-losses": 42,
     "study-losses-full": 21,
     "study-table10": 54,
@@ -92,12 +95,13 @@ def test_table8_is_the_official_dice_mrpc_settings_over_the_five_variants() -> N
     sorted(
         set(EXPECTED_COUNTS)
         - {"en_conll03", "en_conll03-bce", "en_conll03-focal"}
+        - {"squad_v1", "squad_v1-ce", "squad_v1-focal"}
         - {"study-losses-full", "study-table10-full"}
     ),
 )
 def test_a_preset_says_official_only_of_what_is_official(name: str) -> None:
     """A spec has one training config for every loss, so no presets but the en_conll03
-    ones (one script and one loss each: tests/search_spaces/test_preset_fidelity.py)
+    and squad_v1 ones (one script and one loss each: tests/search_spaces/test_preset_fidelity.py)
     are an official script's recipe;
     "official" may name only a loss entry that is OFFICIAL_RECIPES."""
     spec = get_preset(name)
@@ -124,6 +128,23 @@ def test_the_en_conll03_presets_run_one_official_loss_each() -> None:
         spec = get_preset(name)
         assert "official" in spec.description and spec.seeds == [2333]
         assert (spec.task.formulation, spec.task.dataset) == ("mrc", ["conll2003"])
+
+
+def test_the_squad_v1_presets_run_one_official_loss_each() -> None:
+    """bert_large_dice.sh's dice (the official binary recipe with its OHEM 0.1),
+    bert_large_ce.sh's ce and bert_large_focal.sh's focal (γ 2); every other value is
+    checked against the scripts by docs/sweeps.md's fidelity table."""
+    names = ("squad_v1", "squad_v1-ce", "squad_v1-focal")
+    losses = {name: expand_losses(get_preset(name)) for name in names}
+    assert losses == {
+        "squad_v1": [{**OFFICIAL_RECIPES["binary"], "ohem_ratio": 0.1, "ohem_rule": "official"}],
+        "squad_v1-ce": [{"name": "ce"}],
+        "squad_v1-focal": [{"name": "focal", "gamma": 2}],
+    }
+    for name in losses:
+        spec = get_preset(name)
+        assert "official" in spec.description
+        assert (spec.task.kind, spec.task.dataset) == ("mrc", ["squad_v1"])
 
 
 def test_table10_has_beta_one_minus_alpha_exactly() -> None:
