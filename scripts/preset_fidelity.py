@@ -43,15 +43,20 @@ DICE, FOCAL, BCE = NER_PRESETS
 @dataclass(frozen=True)
 class Setting:
     """One row: its name, where the official code sets it, its official value per
-    preset (one text for all three, or one each) and how to read a preset's value."""
+    preset (one text for all three, or one each) and how to read a preset's value
+    (``None``: the training setting's reader, ``TRAINING_READS``)."""
 
     name: str
     source: str
     official: str | dict[str, str]
-    read: Callable[[SweepSpec], str]
+    read: Callable[[SweepSpec], str] | None = None
 
     def official_value(self, preset: str) -> str:
         return self.official if isinstance(self.official, str) else self.official[preset]
+
+    def value(self, spec: SweepSpec) -> str:
+        """``spec``'s value of this setting, as the table shows it."""
+        return (self.read or TRAINING_READS[self.name])(spec)
 
 
 def _mrc(spec: SweepSpec) -> MrcNerSpec:
@@ -73,6 +78,32 @@ def _checkpoint(spec: SweepSpec) -> str:
     if spec.training.checkpoint == "last":
         return "the last"
     return f"the best on dev by {spec.search.metric}"
+
+
+# How a preset's value of each training setting reads, the same for every family.
+TRAINING_READS: dict[str, Callable[[SweepSpec], str]] = {
+    "head initialisation": lambda s: s.training.head_init,
+    "epochs": lambda s: str(s.training.epochs),
+    "learning rate": lambda s: f"{s.training.learning_rate:g}",
+    "batch": lambda s: str(s.training.batch_size),
+    "gradient accumulation": lambda s: str(s.training.grad_accumulation),
+    "max length": lambda s: str(s.training.max_seq_length),
+    "warm-up": lambda s: f"{s.training.warmup_ratio:g}",
+    "decay": lambda s: s.training.decay.text(),
+    "weight decay": lambda s: f"{s.training.weight_decay:g}",
+    "AdamW epsilon": lambda s: f"{s.training.adam_epsilon:g}",
+    "gradient clip": lambda s: f"{s.training.grad_clip:g}",
+    "evaluations an epoch": lambda s: str(s.training.evaluations_per_epoch or 1),
+    "checkpoint reported": _checkpoint,
+    "test split": lambda s: "scored" if s.training.score_test else "not scored",
+    "batch order": lambda s: (
+        "grouped by length" if s.training.group_by_length else "a plain shuffle"
+    ),
+    "precision": lambda s: s.training.precision,
+    "seed": lambda s: ",".join(map(str, s.seeds)),
+    # Evaluation runs at the training batch.
+    "evaluation batch": lambda s: str(s.training.batch_size),
+}
 
 
 SPAN_F1 = "the best on dev by eval_span_f1"
@@ -148,79 +179,28 @@ NER_SETTINGS = [
         lambda s: f"{_mrc(s).answerable_weight:g}",
     ),
     Setting("dropout", "BERT_DROPOUT", "0.2", lambda s: f"{_mrc(s).dropout:g}"),
-    Setting(
-        "head initialisation",
-        "models/bert_query_ner.py init_weights()",
-        "encoder",
-        lambda s: s.training.head_init,
-    ),
-    Setting("epochs", "MAX_EPOCH", "10", lambda s: str(s.training.epochs)),
-    Setting(
-        "learning rate",
-        "LR",
-        {DICE: "3e-05", FOCAL: "2e-05", BCE: "3e-05"},
-        lambda s: f"{s.training.learning_rate:g}",
-    ),
-    Setting(
-        "batch",
-        "TRAIN_BATCH_SIZE",
-        {DICE: "36", FOCAL: "18", BCE: "36"},
-        lambda s: str(s.training.batch_size),
-    ),
-    Setting(
-        "gradient accumulation",
-        "ACC_GRAD",
-        {DICE: "8", FOCAL: "4", BCE: "8"},
-        lambda s: str(s.training.grad_accumulation),
-    ),
-    Setting("max length", "MAX_LENGTH", "256", lambda s: str(s.training.max_seq_length)),
-    Setting(
-        "warm-up",
-        "WARMUP_PROPORTION",
-        {DICE: "0.01", FOCAL: "0.06", BCE: "0.01"},
-        lambda s: f"{s.training.warmup_ratio:g}",
-    ),
+    Setting("head initialisation", "models/bert_query_ner.py init_weights()", "encoder"),
+    Setting("epochs", "MAX_EPOCH", "10"),
+    Setting("learning rate", "LR", {DICE: "3e-05", FOCAL: "2e-05", BCE: "3e-05"}),
+    Setting("batch", "TRAIN_BATCH_SIZE", {DICE: "36", FOCAL: "18", BCE: "36"}),
+    Setting("gradient accumulation", "ACC_GRAD", {DICE: "8", FOCAL: "4", BCE: "8"}),
+    Setting("max length", "MAX_LENGTH", "256"),
+    Setting("warm-up", "WARMUP_PROPORTION", {DICE: "0.01", FOCAL: "0.06", BCE: "0.01"}),
     Setting(
         "decay",
         "LR_SCHEDULE polydecay (lr_end = lr / 4)",
         "polynomial (power 1) to 0.25 × the peak rate",
-        lambda s: s.training.decay.text(),
     ),
-    Setting(
-        "weight decay",
-        "WEIGHT_DECAY",
-        {DICE: "0.01", FOCAL: "0.002", BCE: "0.01"},
-        lambda s: f"{s.training.weight_decay:g}",
-    ),
-    Setting(
-        "AdamW epsilon",
-        "utils/get_parser.py --adam_epsilon",
-        "1e-06",
-        lambda s: f"{s.training.adam_epsilon:g}",
-    ),
-    Setting("gradient clip", "GRAD_CLIP", "1", lambda s: f"{s.training.grad_clip:g}"),
-    Setting(
-        "evaluations an epoch",
-        "VAL_CHECK_INTERVAL 0.25",
-        "4",
-        lambda s: str(s.training.evaluations_per_epoch or 1),
-    ),
-    Setting("checkpoint reported", "ModelCheckpoint(monitor=val_f1)", SPAN_F1, _checkpoint),
-    Setting(
-        "test split",
-        "trainer.test with the best checkpoint",
-        "scored",
-        lambda s: "scored" if s.training.score_test else "not scored",
-    ),
-    Setting(
-        "batch order",
-        "RandomSampler",
-        "a plain shuffle",
-        lambda s: "grouped by length" if s.training.group_by_length else "a plain shuffle",
-    ),
-    Setting("precision", "PRECISION 16", "fp16", lambda s: s.training.precision),
-    Setting("seed", "utils/random_seed.py", "2333", lambda s: ",".join(map(str, s.seeds))),
-    Setting("evaluation batch", "EVAL_BATCH_SIZE", "1", lambda s: str(s.training.batch_size)),
+    Setting("weight decay", "WEIGHT_DECAY", {DICE: "0.01", FOCAL: "0.002", BCE: "0.01"}),
+    Setting("AdamW epsilon", "utils/get_parser.py --adam_epsilon", "1e-06"),
+    Setting("gradient clip", "GRAD_CLIP", "1"),
+    Setting("evaluations an epoch", "VAL_CHECK_INTERVAL 0.25", "4"),
+    Setting("checkpoint reported", "ModelCheckpoint(monitor=val_f1)", SPAN_F1),
+    Setting("test split", "trainer.test with the best checkpoint", "scored"),
+    Setting("batch order", "RandomSampler", "a plain shuffle"),
+    Setting("precision", "PRECISION 16", "fp16"),
+    Setting("seed", "utils/random_seed.py", "2333"),
+    Setting("evaluation batch", "EVAL_BATCH_SIZE", "1"),
 ]
 
 # Why an en_conll03 preset's value is not the script's, per setting.
@@ -351,7 +331,7 @@ SQUAD_SETTINGS = [
         "64 tokens, longer questions cut",
         lambda s: "the whole question",
     ),
-    Setting("max length", "MAX_SEQ_LEN", "384", lambda s: str(s.training.max_seq_length)),
+    Setting("max length", "MAX_SEQ_LEN", "384"),
     Setting(
         "doc stride",
         "DOC_STRIDE (transformers' squad_convert_examples_to_features)",
@@ -364,12 +344,7 @@ SQUAD_SETTINGS = [
         "0.1 in the encoder and before the head",
         lambda s: "0.1 in the encoder (the model's own), none before the head",
     ),
-    Setting(
-        "head initialisation",
-        "models/bert_qa.py init_weights()",
-        "encoder",
-        lambda s: s.training.head_init,
-    ),
+    Setting("head initialisation", "models/bert_qa.py init_weights()", "encoder"),
     Setting(
         "optimiser",
         "OPTIMIZER (tasks/squad/train.py configure_optimizers)",
@@ -380,36 +355,15 @@ SQUAD_SETTINGS = [
         },
         lambda s: "AdamW (torch)",
     ),
-    Setting(
-        "epochs",
-        "MAX_EPOCH",
-        {SQ_DICE: "5", SQ_CE: "2", SQ_FOCAL: "2"},
-        lambda s: str(s.training.epochs),
-    ),
-    Setting(
-        "learning rate",
-        "LR",
-        {SQ_DICE: "2e-05", SQ_CE: "3e-05", SQ_FOCAL: "3e-05"},
-        lambda s: f"{s.training.learning_rate:g}",
-    ),
+    Setting("epochs", "MAX_EPOCH", {SQ_DICE: "5", SQ_CE: "2", SQ_FOCAL: "2"}),
+    Setting("learning rate", "LR", {SQ_DICE: "2e-05", SQ_CE: "3e-05", SQ_FOCAL: "3e-05"}),
     Setting(
         "batch",
         "TRAIN_BATCH_SIZE, --gpus",
         {SQ_DICE: "2", SQ_CE: "4", SQ_FOCAL: "4 on each of 3 GPUs"},
-        lambda s: str(s.training.batch_size),
     ),
-    Setting(
-        "gradient accumulation",
-        "ACC_GRAD",
-        {SQ_DICE: "20", SQ_CE: "6", SQ_FOCAL: "6"},
-        lambda s: str(s.training.grad_accumulation),
-    ),
-    Setting(
-        "warm-up",
-        "WARMUP_PROPORTION",
-        {SQ_DICE: "0.06", SQ_CE: "0.002", SQ_FOCAL: "0.002"},
-        lambda s: f"{s.training.warmup_ratio:g}",
-    ),
+    Setting("gradient accumulation", "ACC_GRAD", {SQ_DICE: "20", SQ_CE: "6", SQ_FOCAL: "6"}),
+    Setting("warm-up", "WARMUP_PROPORTION", {SQ_DICE: "0.06", SQ_CE: "0.002", SQ_FOCAL: "0.002"}),
     Setting(
         "decay",
         "LR_SCHEDULE",
@@ -418,53 +372,21 @@ SQUAD_SETTINGS = [
             SQ_CE: "linear to 0",
             SQ_FOCAL: "one cycle: up from lr / 25, linearly down to lr / 25e4",
         },
-        lambda s: s.training.decay.text(),
     ),
-    Setting("weight decay", "WEIGHT_DECAY", "0.002", lambda s: f"{s.training.weight_decay:g}"),
-    Setting(
-        "AdamW epsilon",
-        "utils/get_parser.py --adam_epsilon",
-        "1e-06",
-        lambda s: f"{s.training.adam_epsilon:g}",
-    ),
-    Setting("gradient clip", "GRAD_CLIP", "1", lambda s: f"{s.training.grad_clip:g}"),
-    Setting(
-        "evaluations an epoch",
-        "VAL_CHECK_INTERVAL 0.125",
-        "8",
-        lambda s: str(s.training.evaluations_per_epoch or 1),
-    ),
+    Setting("weight decay", "WEIGHT_DECAY", "0.002"),
+    Setting("AdamW epsilon", "utils/get_parser.py --adam_epsilon", "1e-06"),
+    Setting("gradient clip", "GRAD_CLIP", "1"),
+    Setting("evaluations an epoch", "VAL_CHECK_INTERVAL 0.125", "8"),
     Setting(
         "checkpoint reported",
         "validation_epoch_end: predictions_<epoch>_<step>.json",
         "one evaluation's dev predictions, chosen among all",
-        _checkpoint,
     ),
-    Setting(
-        "test split",
-        "test_dataloader: dev again",
-        "not scored",
-        lambda s: "scored" if s.training.score_test else "not scored",
-    ),
-    Setting(
-        "batch order",
-        "RandomSampler",
-        "a plain shuffle",
-        lambda s: "grouped by length" if s.training.group_by_length else "a plain shuffle",
-    ),
-    Setting("precision", "PRECISION 16", "fp16", lambda s: s.training.precision),
-    Setting(
-        "seed",
-        "set_random_seed(0); utils/get_parser.py --seed",
-        "0, the shuffle 2333",
-        lambda s: ",".join(map(str, s.seeds)),
-    ),
-    Setting(
-        "evaluation batch",
-        "utils/get_parser.py --eval_batch_size",
-        "1",
-        lambda s: str(s.training.batch_size),
-    ),
+    Setting("test split", "test_dataloader: dev again", "not scored"),
+    Setting("batch order", "RandomSampler", "a plain shuffle"),
+    Setting("precision", "PRECISION 16", "fp16"),
+    Setting("seed", "set_random_seed(0); utils/get_parser.py --seed", "0, the shuffle 2333"),
+    Setting("evaluation batch", "utils/get_parser.py --eval_batch_size", "1"),
 ]
 
 # Why a squad_v1 preset's value is not the script's, per setting.
@@ -534,7 +456,7 @@ def rows(preset: str) -> list[Row]:
     spec = resolve_spec({"extends": preset})
     found = []
     for setting in family.settings:
-        official, ours = setting.official_value(preset), setting.read(spec)
+        official, ours = setting.official_value(preset), setting.value(spec)
         verdict = "same" if official == ours else family.reason(setting.name, preset)
         found.append(Row(setting.name, setting.source, official, ours, verdict))
     return found
