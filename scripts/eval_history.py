@@ -1,8 +1,11 @@
 """Every evaluation of a sweep's trials, read from the MLflow store it tracked to, as
 a CSV (loss, stage, seed, learning rate, status, run id, step, and the metric at that
 step): the whole curve behind a trial's last evaluations in ``NAME-trials.csv``
-(scripts/publish_study.py). A two-stage sweep's stage-1 trials train at ``seeds[0]``
-as its first seed does; the stage, the rate and the run id tell their curves apart.
+(scripts/publish_study.py). A trial that reports its best evaluation (``checkpoint:
+best``, early stopping) logs that evaluation's figures at its last step and the last
+evaluation's own value as ``last_<metric>``: the curve takes the latter at that step.
+A two-stage sweep's stage-1 trials train at ``seeds[0]`` as its first seed does; the
+stage, the rate and the run id tell their curves apart.
 
     python scripts/eval_history.py SWEEP_ID OUT.csv --tracking-uri sqlite:////tmp/dsws/mlflow.db
 """
@@ -14,6 +17,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
 from search_spaces.lineage import (
@@ -23,6 +27,16 @@ from search_spaces.lineage import (
     SWEEP_TAG,
     dicesweep_experiments,
 )
+
+
+def curve(client: MlflowClient, run_id: str, metric: str) -> list[Metric]:
+    """``metric``'s evaluations by one run in step order, each the value evaluated at
+    its step: where the run logged ``last_<metric>`` (its final report, which carries
+    the best evaluation's figures under ``metric``), that value stands at its step."""
+    points = {point.step: point for point in client.get_metric_history(run_id, metric)}
+    for point in client.get_metric_history(run_id, f"last_{metric}"):
+        points[point.step] = Metric(metric, point.value, point.timestamp, point.step)
+    return [points[step] for step in sorted(points)]
 
 
 def history(tracking_uri: str, sweep_id: str, metric: str) -> list[dict[str, Any]]:
@@ -42,7 +56,7 @@ def history(tracking_uri: str, sweep_id: str, metric: str) -> list[dict[str, Any
             metric: round(point.value, 3),
         }
         for run in client.search_runs(dicesweep_experiments(client), query, max_results=10_000)
-        for point in client.get_metric_history(run.info.run_id, metric)
+        for point in curve(client, run.info.run_id, metric)
     ]
     rows.sort(
         key=lambda row: (

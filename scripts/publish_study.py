@@ -27,7 +27,10 @@ import httpx
 import pandas as pd
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from eval_history import curve
+
 from docs_table import machine_description, write_section
 from sweep_service.frames import trials_frame
 
@@ -98,14 +101,15 @@ def last_evaluations(
     a reader can see whether a trial had levelled off: ``last_evaluations`` as
     ``"step:value"`` pairs in step order (``"1756:79.84 …"``) and ``last_evaluations_range``,
     their max − min in the metric's units (NaN with fewer than 2). One row per run id,
-    in order; an empty history gives ``""`` and NaN."""
+    in order; an empty history gives ``""`` and NaN. Each value is the one evaluated at
+    its step, also at the last step of a trial that reports its best evaluation
+    (``eval_history.curve``)."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri)
     rows = []
     for run_id in run_ids:
-        history = sorted(client.get_metric_history(run_id, metric), key=lambda m: m.step)
-        last = history[-count:]
+        last = curve(client, run_id, metric)[-count:]
         values = [m.value for m in last]
         rows.append(
             {

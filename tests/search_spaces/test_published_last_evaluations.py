@@ -42,6 +42,39 @@ def test_last_three_evaluations_in_step_order_with_their_range(tmp_path: Path) -
     assert math.isnan(found["last_evaluations_range"][3])
 
 
+def test_a_trial_reporting_its_best_shows_its_last_evaluation_at_the_last_step(
+    tmp_path: Path,
+) -> None:
+    """Under ``checkpoint: best`` the final report logs the best evaluation's figures at
+    the last step (``trainables.loop.final_metrics``) and the last one's as
+    ``last_eval_f1``: the curve and the last evaluations read the value evaluated there."""
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("e", artifact_location=str(tmp_path / "artifacts"))
+    run = client.create_run(experiment).info.run_id
+    for step, value in [(14, 13.4), (28, 21.9), (42, 30.1)]:
+        client.log_batch(run, metrics=[Metric("eval_f1", value, 0, step)])
+    # The final report at step 56: the best (step 42's 30.1) under eval_f1, the last apart.
+    client.log_batch(
+        run, metrics=[Metric("eval_f1", 30.1, 0, 56), Metric("last_eval_f1", 24.0, 0, 56)]
+    )
+
+    found = script("publish_study").last_evaluations(uri, [run], "eval_f1")
+    points = script("eval_history").curve(client, run, "eval_f1")
+
+    assert list(found["last_evaluations"]) == ["28:21.9 42:30.1 56:24"]
+    assert found["last_evaluations_range"][0] == pytest.approx(8.2)
+    assert [(point.step, point.value) for point in points] == [
+        (14, 13.4),
+        (28, 21.9),
+        (42, 30.1),
+        (56, 24.0),
+    ]
+
+
 def test_the_precision_each_trial_trained_in(tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
