@@ -23,6 +23,15 @@ def write_section(path: Path, title: str, body: str) -> None:
     path.write_text(text)
 
 
+def write_page_section(results: Path, page: str, title: str, body: str) -> None:
+    """Replace (or append) the ``## title`` section of the results page ``page``
+    (``results/page.md``), a new page headed ``# page``."""
+    path = results / f"{page}.md"
+    if not path.exists():
+        path.write_text(f"# {page}\n")
+    write_section(path, title, body)
+
+
 def cpu_model() -> str:
     """The CPU's model name from /proc/cpuinfo (the architecture where it cannot be read)."""
     cpuinfo = Path("/proc/cpuinfo")

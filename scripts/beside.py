@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from merge_study import RESULTS, shard_rows
 
-from docs_table import write_section
+from docs_table import write_page_section
 from search_spaces.reports.beside import beside_markdown, cells_by
 
 
@@ -59,10 +59,7 @@ def main() -> None:
     text = beside_markdown(first, second, args.parameter, tuple(args.names))
     print(text)
     if args.page:
-        path = args.results / f"{args.page}.md"
-        if not path.exists():
-            path.write_text(f"# {args.page}\n")
-        write_section(path, args.title, text)
+        write_page_section(args.results, args.page, args.title, text)
 
 
 if __name__ == "__main__":

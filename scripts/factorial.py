@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from merge_study import RESULTS, shard_rows
 
-from docs_table import write_section
+from docs_table import write_page_section
 from search_spaces.reports.factorial import factorial, factorial_markdown
 from search_spaces.reports.interaction import per_seed_deltas
 
@@ -81,10 +81,7 @@ def main() -> None:
     text = factorial_markdown(found)
     print(text)
     if args.page:
-        path = args.results / f"{args.page}.md"
-        if not path.exists():
-            path.write_text(f"# {args.page}\n")
-        write_section(path, "The factorial", text)
+        write_page_section(args.results, args.page, "The factorial", text)
 
 
 if __name__ == "__main__":
