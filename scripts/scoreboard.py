@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import setup_sections
 
 from search_spaces.paper import paper_figures
+from search_spaces.reports.alpha_curves import alpha_curve, shape
 from sweep_service.tables import grid_of
 
 RESULTS = setup_sections.RESULTS
@@ -56,7 +57,6 @@ CURVE_CLAIMS = {
     "study5-conll-fg": ("entity tags only", None),
     "study3-conll": ("every tag", "studyC-conll-tversky-seeds0-3"),
 }
-COLLAPSED = 1.0  # a cell whose mean F1 is under this learned nothing
 
 
 def claim_rows(page: str) -> pd.DataFrame:
@@ -103,12 +103,10 @@ def curve_line(page: str, note: str, extra: str | None) -> list[str]:
         casing = json.loads((RESULTS / setup_sections.MODELS).read_text())
         more = setup_sections.shard_rows(extra, casing)
         rows = pd.concat([rows, more[more["loss_name"] == "tversky"]], ignore_index=True)
-    tversky = rows[rows["loss_name"] == "tversky"]
-    alpha = tversky["loss"].str.extract(r"alpha=([\d.]+)", expand=False).astype(float)
-    means = tversky.groupby(alpha)["eval_f1"].mean()
-    peak = float(means.idxmax())
-    collapsed = sorted(float(alpha) for alpha, mean in means.items() if mean < COLLAPSED)
-    ours = f"peak at α {peak:g} ({means.max():.2f}); " + (
+    means = alpha_curve(rows)["mean"]
+    found = shape(means)
+    collapsed = found.collapsed
+    ours = f"peak at α {found.peak:g} ({found.peak_value:.2f}); " + (
         f"collapses (F1 0) at α {', '.join(f'{a:g}' for a in collapsed)}"
         if collapsed
         else "no α collapses"
@@ -117,15 +115,13 @@ def curve_line(page: str, note: str, extra: str | None) -> list[str]:
     for figure in paper_figures():
         if not figure.alpha:
             continue
-        best = max(figure.alpha, key=lambda alpha: figure.alpha[alpha])
-        low, high = min(figure.alpha.values()), max(figure.alpha.values())
-        paper = f"peak at α {best:g} ({high:.2f}), range {low:.2f}–{high:.2f}; no α collapses"
-        shape = "opposite: ours collapses" if collapsed else "same shape"
+        paper = shape(pd.Series(figure.alpha)).words()
+        agreement = "opposite: ours collapses" if collapsed else "same shape"
         lines.append(
             f"| {figure.cite()} | Tversky α 0.1 … 0.9 | {paper} | {ours}, {len(means)} α"
             f" | [{page}]({page}.md): softmax tagger on CoNLL-2003, {note}; formulation"
             f" tagger for {figure.maps_to['formulation']}, model minilm-l6 for {figure.model}"
-            f" | {shape} |"
+            f" | {agreement} |"
         )
     return lines
 
