@@ -1,14 +1,15 @@
 """Does bf16 score what fp32 scores? The F1 of mixed precision against full precision,
 from published sweeps that differ in ``training.precision`` only.
 
-Each pair is one data set's two sweeps (docs/results/NAME-trials.csv, written by
-scripts/publish_study.py): the same losses, seeds, data and steps, one in fp32 and one
-in bf16. Per loss it prints each precision's mean ± standard deviation over the seeds,
-the paired difference bf16 − fp32 (same seed) with its 95% interval and p value, the
-smallest difference those seeds resolve (``search_spaces.reports.resolution``), and
-whether the trials had converged: the range of each trial's last three dev
-evaluations against the seeds' spread. Unless ``--no-docs``, it writes the section
-"Training: the same F1 in bf16" of docs/benchmarks.md.
+Each pair is one data set's two sides (docs/results/NAME-trials.csv, written by
+scripts/publish_study.py; a side may be several shards): the same losses, seeds, data
+and steps, one in fp32 and one in bf16. Per loss it prints each precision's mean ±
+standard deviation over the seeds, the paired difference bf16 − fp32 (same seed) with
+its 95% interval and p value, the smallest difference those seeds resolve
+(``search_spaces.reports.resolution``), and whether the trials had converged: the range
+of each trial's last three dev evaluations against the seeds' spread. Unless
+``--no-docs``, it writes the section "Training: the same F1 in bf16" of
+docs/benchmarks.md.
 
     python benchmarks/bf16_parity.py                       # the published parity study
     python benchmarks/bf16_parity.py --pair mrpc NAME_FP32 NAME_BF16 --no-docs
@@ -42,20 +43,22 @@ METRIC = "eval_f1"
 FLAG_COLUMNS = ("degenerate_reason", "below_no_skill_reason")
 
 
-def load_trials(name: str, precision: str, results: Path = RESULTS) -> pd.DataFrame:
-    """The final-stage trials of the published sweep ``name``, each checked to have
-    trained in ``precision`` (the ``precision`` column MLflow's tag gave it).
+def load_trials(names: str, precision: str, results: Path = RESULTS) -> pd.DataFrame:
+    """The final-stage trials of the published sweeps ``names`` (one, or several
+    comma-separated: the shards of one side), each checked to have trained in
+    ``precision`` (the ``precision`` column MLflow's tag gave it).
 
     Raises:
         ValueError: a trial trained in another precision, or says none.
     """
-    rows = final_rows(pd.read_csv(results / f"{name}-trials.csv"))
+    frames = [pd.read_csv(results / f"{name}-trials.csv") for name in names.split(",")]
+    rows = final_rows(pd.concat(frames, ignore_index=True))
     if "precision" not in rows:
-        raise ValueError(f"{name}: the trials do not say which precision they trained in")
+        raise ValueError(f"{names}: the trials do not say which precision they trained in")
     other = rows[rows["precision"] != precision]
     if not other.empty:
         found = sorted(other["precision"].astype(str).unique())
-        raise ValueError(f"{name}: {len(other)} trial(s) trained in {found}, not {precision}")
+        raise ValueError(f"{names}: {len(other)} trial(s) trained in {found}, not {precision}")
     return rows
 
 
@@ -136,9 +139,12 @@ def render(tables: dict[str, pd.DataFrame], pairs: list[tuple[str, str, str]]) -
                 f"{line.spread:.2f}",
             ]
             lines.append("| " + " | ".join(cells) + " |")
+
+    def links(names: str) -> str:
+        return ", ".join(f"[{name}](results/{name}.md)" for name in names.split(","))
+
     sources = "; ".join(
-        f"{dataset}: [{fp32}]({'results/' + fp32}.md) and [{bf16}]({'results/' + bf16}.md)"
-        for dataset, fp32, bf16 in pairs
+        f"{dataset}: {links(fp32)} and {links(bf16)}" for dataset, fp32, bf16 in pairs
     )
     return "\n".join(lines) + f"\n\n{verdict(tables)}\n\nSweeps: {sources}."
 

@@ -54,6 +54,18 @@ def test_the_paired_difference_and_what_the_seeds_resolve(tmp_path: Path) -> Non
     assert ce["steps"] == [920]
 
 
+def test_a_side_of_several_shards_is_read_whole(tmp_path: Path) -> None:
+    _publish(tmp_path, "a", "fp32", {"ce": [60.0, 64.0, 62.0]})
+    _publish(tmp_path, "b0", "bf16", {"ce": [61.0]})
+    _publish(tmp_path, "b1", "bf16", {"ce": [61.0, 64.0, 63.0]})
+    shards = load_trials("b0,b1", "bf16", tmp_path)
+    assert sorted(shards["eval_f1"]) == [61.0, 61.0, 63.0, 64.0]
+    b1 = pd.read_csv(tmp_path / "b1-trials.csv")
+    b1.iloc[1:].to_csv(tmp_path / "b1-trials.csv", index=False)  # seeds 1 and 2 left
+    table = parity(load_trials("a", "fp32", tmp_path), load_trials("b0,b1", "bf16", tmp_path))
+    assert table.set_index("loss").loc["ce", "delta"] == pytest.approx(2 / 3)
+
+
 def test_a_trial_that_trained_in_another_precision_is_refused(tmp_path: Path) -> None:
     _publish(tmp_path, "b", "fp32", {"ce": [61.0, 64.0, 63.0]})
     with pytest.raises(ValueError, match=r"3 trial\(s\) trained in \['fp32'\], not bf16"):
