@@ -71,11 +71,27 @@ def test_equal_cells_give_the_pooled_t_test_degrees_of_freedom() -> None:
     assert found["first"].p_value == pytest.approx(2 * stats.t.sf(2 / math.sqrt(0.5), 16))
 
 
-def test_a_missing_cell_or_a_cell_of_one_seed_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"missing \[\(1, 1\)\]"):
-        factorial({k: v for k, v in CELLS.items() if k != (1, 1)}, ("a", "b"), LEVELS)
+def test_a_cell_not_run_yet_leaves_the_contrasts_of_the_others() -> None:
+    three = {key: deltas for key, deltas in CELLS.items() if key != (1, 1)}
+    found = factorial(three, ("formulation", "recipe"), LEVELS)
+    assert sorted(found.contrasts) == ["first@0", "second@0"]
+    assert found.missing == ((1, 1),)
+    # The recipe's effect in the tagger: cell (0, 1) less cell (0, 0), Welch's test.
+    recipe = found.contrasts["second@0"]
+    assert recipe.estimate == pytest.approx(0 - -1)
+    welch = stats.ttest_ind(CELLS[(0, 1)], CELLS[(0, 0)], equal_var=False)
+    assert recipe.p_value == pytest.approx(welch.pvalue)
+    text = factorial_markdown(found)
+    assert "| recipe: set-level − per position, in tagger | +1.00 |" in text
+    assert "Not run yet: MRC-NER × set-level; the contrasts that need it wait for it." in text
+    assert "interaction" not in text
+
+
+def test_a_cell_of_one_seed_or_outside_the_four_is_refused() -> None:
     with pytest.raises(ValueError, match=r"cell \(0, 0\) has 1 seed"):
         factorial({**CELLS, (0, 0): pd.Series([1.0])}, ("a", "b"), LEVELS)
+    with pytest.raises(ValueError, match=r"got \[\(2, 0\)\]"):
+        factorial({**CELLS, (2, 0): pd.Series([1.0, 2.0])}, ("a", "b"), LEVELS)
 
 
 def test_the_markdown_names_each_cell_and_contrast() -> None:
