@@ -114,7 +114,10 @@ def grid_edges(rows: pd.DataFrame) -> dict[str, dict[str, str]]:
         return {}
     edges: dict[str, dict[str, str]] = {}
     for label, group in rows.groupby("loss", sort=False):
-        grids = parse_tune_grid(str(group[f"{PREFIX}tune_grid"].dropna().iloc[0]))
+        stated = group[f"{PREFIX}tune_grid"].dropna()
+        if stated.empty:  # a loss no stage 1 tuned here (a one-stage shard of a merge)
+            continue
+        grids = parse_tune_grid(str(stated.iloc[0]))
         for name, values in grids.items():
             column = f"tuned_{name}"
             if column not in group or group[column].isna().all() or len(values) < 2:

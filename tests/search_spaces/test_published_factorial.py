@@ -1,0 +1,98 @@
+"""docs/results/studyD-conll-factorial.md against the CSVs it quotes: its generated section
+is what scripts/factorial.py gives over the published shards, and each figure its prose
+quotes is recomputed here."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from search_spaces.reports.factorial import factorial
+from tests.scripts import script
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+PAGE = RESULTS / "studyD-conll-factorial.md"
+TAGGER = "studyB-conll-tagger-s0-4"
+SET_LEVEL = "studyD-conll-tagger-dsc-set"
+MRC = ",".join(f"studyB-conll-mrc-12ep-s{seed}" for seed in range(5))
+CELLS = [
+    ("tagger", "per position", TAGGER, TAGGER),
+    ("tagger", "set-level", SET_LEVEL, TAGGER),
+    ("MRC-NER", "set-level", MRC, MRC),
+]
+LEVELS = (("tagger", "MRC-NER"), ("per position", "set-level"))
+
+
+def _signed(value: float) -> str:
+    """A figure as the prose writes it: two decimals, a sign, the minus as −."""
+    return f"{value:+.2f}".replace("-", "−")
+
+
+def _section(text: str, title: str) -> str:
+    found = re.search(rf"^## {title}\n\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert found, title
+    return found.group(1).strip()
+
+
+def test_the_generated_section_is_the_scripts_output() -> None:
+    command = [sys.executable, "scripts/factorial.py", "--factors", "formulation", "dsc recipe"]
+    command += ["--levels", *LEVELS[0], "--levels", *LEVELS[1], "--loss", "dsc"]
+    for cell in CELLS:
+        command += ["--cell", *cell]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    assert _section(PAGE.read_text(), "The factorial") == run.stdout.strip()
+
+
+def test_the_figures_the_prose_quotes() -> None:
+    cell_deltas = script("factorial").cell_deltas
+    cells = {
+        (LEVELS[0].index(a), LEVELS[1].index(b)): cell_deltas(RESULTS, loss, base, "dsc", "ce")
+        for a, b, loss, base in CELLS
+    }
+    found = factorial(cells, ("formulation", "dsc recipe"), LEVELS)
+    prose = " ".join(_section(PAGE.read_text(), "What it says").split())
+    recipe, formulation = found.contrasts["second@0"], found.contrasts["first@1"]
+    for contrast, p_value in ((recipe, "0.022"), (formulation, "0.431")):
+        assert f"{p_value}" == f"{contrast.p_value:.3f}"
+        interval = f"{_signed(contrast.ci_low)} to {_signed(contrast.ci_high)}"
+        assert _signed(contrast.estimate) in prose
+        assert f"{interval}, p {p_value}" in prose
+    row = next(
+        line
+        for line in (RESULTS / "README.md").read_text().splitlines()
+        if line.startswith("| **D, the factorial so far")
+    )
+    assert f"by {_signed(recipe.estimate)}** (95% Welch interval" in row
+    assert f"({_signed(formulation.estimate)}, " in row
+    assert (
+        f"{_signed(cells[(0, 0)].mean())} per token, {_signed(cells[(0, 1)].mean())} set-level"
+        in row
+    )
+    assert f"dsc is {_signed(cells[(0, 1)].mean())}" in prose
+    assert f"it is {_signed(cells[(0, 0)].mean())}" in prose
+    # The last evaluations: the set-level cell's ranges against its seed spread.
+    rows = pd.read_csv(RESULTS / f"{SET_LEVEL}-trials.csv")
+    final = rows[rows["stage"] != "tune"]
+    ranges = final["last_evaluations_range"]
+    assert f"moved {ranges.min():.2f}–{ranges.max():.2f}" in prose
+    assert f"({final['eval_f1'].std():.2f};" in prose
+    assert (ranges < final["eval_f1"].std()).all()
+    shard = next(
+        line
+        for line in (RESULTS / "README.md").read_text().splitlines()
+        if line.startswith("| D: formulation × dsc recipe")
+    )
+    mean, std = final["eval_f1"].mean(), final["eval_f1"].std()
+    assert f"**{mean:.2f} ± {std:.2f}**, each trial within {ranges.max():.2f}" in shard
+    tagger = pd.read_csv(RESULTS / f"{TAGGER}-trials.csv")
+    tagger = tagger[tagger["stage"] != "tune"]
+    spread = tagger.groupby("loss_name")["eval_f1"].transform("std")
+    over = tagger["last_evaluations_range"] - spread
+    assert f"up to {tagger['last_evaluations_range'].max():.2f}" in prose
+    assert f"{int((over <= 0).sum())} of its {len(tagger)} within" in prose
+    assert f"by at most {over.max():.2f} more" in prose
