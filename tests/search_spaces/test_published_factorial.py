@@ -73,6 +73,9 @@ def test_the_figures_the_prose_quotes() -> None:
         f"{_signed(cells[(0, 0)].mean())} per token, {_signed(cells[(0, 1)].mean())} set-level"
         in row
     )
+    follow_up = " ".join((RESULTS / "studyB-conll-12ep.md").read_text().split())
+    interval = f"{_signed(recipe.ci_low)} to {_signed(recipe.ci_high)}"
+    assert f"by {_signed(recipe.estimate)} (95% Welch interval {interval})" in follow_up
     assert f"dsc is {_signed(cells[(0, 1)].mean())}" in prose
     assert f"it is {_signed(cells[(0, 0)].mean())}" in prose
     # The last evaluations: the set-level cell's ranges against its seed spread.
