@@ -118,6 +118,16 @@ def _shard(results: Path, name: str, scores: dict[str, list[float]], label: str)
     pd.DataFrame(lines).to_csv(results / f"{name}-trials.csv", index=False)
 
 
+def _factorial(results: Path, cells: list[list[str]], *rest: str) -> subprocess.CompletedProcess:
+    """scripts/factorial.py over ``results`` with study D's factors and levels."""
+    command = [sys.executable, str(ROOT / "scripts" / "factorial.py"), "--results", str(results)]
+    command += ["--factors", "formulation", "dsc recipe", "--levels", "tagger", "MRC-NER"]
+    command += ["--levels", "per position", "set-level", "--loss", "dsc", *rest]
+    for cell in cells:
+        command += ["--cell", *cell]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
 def test_the_script_takes_each_cells_loss_and_baseline_from_their_own_shards(
     tmp_path: Path,
 ) -> None:
@@ -126,51 +136,14 @@ def test_the_script_takes_each_cells_loss_and_baseline_from_their_own_shards(
     _shard(tmp_path, "tagger-set", {"dsc": [89, 91, 92]}, "dsc(scope=set)")
     _shard(tmp_path, "mrc", {"ce": [80, 81, 82], "dsc": [81, 83, 83]}, "dsc(scope=set)")
     _shard(tmp_path, "mrc-pos", {"dsc": [78, 80, 80]}, "dsc(scope=example)")
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "factorial.py"),
-            "--results",
-            str(tmp_path),
-            "--factors",
-            "formulation",
-            "dsc recipe",
-            "--levels",
-            "tagger",
-            "MRC-NER",
-            "--levels",
-            "per position",
-            "set-level",
-            "--cell",
-            "tagger",
-            "per position",
-            "tagger",
-            "tagger",
-            "--cell",
-            "tagger",
-            "set-level",
-            "tagger-set",
-            "tagger",
-            "--cell",
-            "MRC-NER",
-            "set-level",
-            "mrc",
-            "mrc",
-            "--cell",
-            "MRC-NER",
-            "per position",
-            "mrc-pos",
-            "mrc",
-            "--loss",
-            "dsc",
-            "--page",
-            "factorial",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
+    cells = [
+        ["tagger", "per position", "tagger", "tagger"],
+        ["tagger", "set-level", "tagger-set", "tagger"],
+        ["MRC-NER", "set-level", "mrc", "mrc"],
+        ["MRC-NER", "per position", "mrc-pos", "mrc"],
+    ]
+    run = _factorial(tmp_path, cells, "--page", "factorial")
+    assert run.returncode == 0, run.stderr
     # Δs: tagger -2, -1, 0 (per position), -1, 0, 0 (set-level); MRC-NER 1, 2, 1 (set-level),
     # -2, -1, -2 (per position).
     assert "| tagger | per position | 3 | -1.00 |" in run.stdout
@@ -182,32 +155,8 @@ def test_the_script_takes_each_cells_loss_and_baseline_from_their_own_shards(
 
 
 def test_the_script_names_a_level_it_does_not_know(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "factorial.py"),
-            "--results",
-            str(tmp_path),
-            "--factors",
-            "formulation",
-            "recipe",
-            "--levels",
-            "tagger",
-            "MRC-NER",
-            "--levels",
-            "pos",
-            "set",
-            "--cell",
-            "tagger",
-            "sets",
-            "a",
-            "b",
-            "--loss",
-            "dsc",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    run = _factorial(tmp_path, [["tagger", "sets", "a", "b"]])
     assert run.returncode == 2
-    assert "--cell: recipe 'sets' is not one of its levels ('pos', 'set')" in run.stderr
+    assert "--cell: dsc recipe 'sets' is not one of its levels ('per position', 'set-level')" in (
+        run.stderr
+    )
