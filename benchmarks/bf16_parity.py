@@ -36,6 +36,11 @@ TITLE = "Training: the same F1 in bf16"
 PAIRS = [
     ("conll2003", "study6-parity-conll-12ep-fp32", "study6-parity-conll-12ep-bf16"),
     ("mrpc", "study6-parity-mrpc-fp32", "study6-parity-mrpc-bf16"),
+    (  # MRC-NER: study B's 12-epoch fp32 shards at seeds 0-2 against their bf16 reruns
+        "conll2003 (MRC-NER)",
+        "studyB-conll-mrc-12ep-s0,studyB-conll-mrc-12ep-s1,studyB-conll-mrc-12ep-s2",
+        "study6-parity-conll-mrc-bf16-s0-1,study6-parity-conll-mrc-bf16-s2",
+    ),
 ]
 PRECISIONS = ("fp32", "bf16")
 METRIC = "eval_f1"

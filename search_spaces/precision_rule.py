@@ -4,8 +4,8 @@ states (``DICESWEEP_AUTO_PRECISION``).
 
 - **bf16** where it was measured at least ``BF16_SPEEDUP`` times as fast as fp32 there
   and its F1 was shown to match fp32's for the task's formulation (``BF16_PARITY``:
-  tagging and pair classification, by the project's bf16 parity study; MRC-NER and
-  span extraction need a parity cell of their own first);
+  tagging, pair classification and MRC-NER, by the project's bf16 parity study; span
+  extraction needs a parity cell of its own first);
 - **fp16** with a gradient scaler on a CUDA GPU without bf16, for those formulations;
 - **fp32** everywhere else.
 
@@ -21,7 +21,7 @@ from typing import Literal
 
 Resolved = Literal["fp32", "bf16", "fp16"]
 BF16_SPEEDUP = 1.25  # bf16 products at least this many times as fast as fp32's
-BF16_PARITY = frozenset({"tagger", "pair classifier"})  # where bf16's F1 matches fp32's
+BF16_PARITY = frozenset({"tagger", "pair classifier", "mrc"})  # where bf16's F1 matches fp32's
 
 
 @dataclass(frozen=True)

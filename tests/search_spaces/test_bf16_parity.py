@@ -109,6 +109,31 @@ def test_the_published_parity_table_is_the_one_the_csvs_give() -> None:
     )
     published = (ROOT / "docs" / "benchmarks.md").read_text()
     table = [line for line in result.stdout.splitlines() if line.startswith("| ")]
-    assert len(table) == 5  # the header and ce and dice on two data sets
+    assert len(table) == 7  # the header, ce and dice on two data sets, ce and dsc in MRC-NER
     for line in table:
         assert line in published
+
+
+def test_the_readmes_mrc_ner_parity_figures_are_the_csvs() -> None:
+    """docs/results/README.md quotes the MRC-NER parity cells: each figure as parity()
+    gives it from the published trials."""
+    from bf16_parity import PAIRS
+
+    _, fp32, bf16 = next(pair for pair in PAIRS if pair[0] == "conll2003 (MRC-NER)")
+    table = parity(load_trials(fp32, "fp32"), load_trials(bf16, "bf16")).set_index("loss")
+    row = next(
+        line
+        for line in (ROOT / "docs" / "results" / "README.md").read_text().splitlines()
+        if line.startswith("| **6, compared:")
+    )
+
+    def signed(value: float) -> str:
+        return f"{value:+.2f}".replace("-", "−")
+
+    for loss, name in (("ce", "ce"), ("dsc(alpha=0.01,scope=set,smooth=1,square=true)", "dsc")):
+        line = table.loc[loss]
+        shown = f"{name} {signed(line['delta'])}, {signed(line['low'])} to {signed(line['high'])}"
+        assert shown in row
+        assert line["within"] and line["p_value"] > 0.05
+    reach = float(table[["low", "high"]].abs().to_numpy().max())
+    assert f"{reach:.2f} in MRC-NER" in row

@@ -28,11 +28,12 @@ from trainables.driver import precision_probe
         (Probe("cpu", 1.25), "pair classifier", "bf16"),
         (Probe("cpu", 1.2), "tagger", "fp32"),
         (Probe("cpu", 0.6), "tagger", "fp32"),  # an Intel Xeon without AMX
-        (Probe("cpu", 2.5), "mrc", "fp32"),  # MRC-NER: no parity cell yet
-        (Probe("cpu", 2.5), "span extraction", "fp32"),
+        (Probe("cpu", 2.5), "mrc", "bf16"),  # MRC-NER: its parity cell (study 6)
+        (Probe("cpu", 2.5), "span extraction", "fp32"),  # no parity cell yet
         (Probe("cuda", 4.0, cuda_bf16=True), "tagger", "bf16"),
         (Probe("cuda", 0.0, cuda_bf16=False), "tagger", "fp16"),
-        (Probe("cuda", 4.0, cuda_bf16=True), "mrc", "fp32"),
+        (Probe("cuda", 4.0, cuda_bf16=True), "mrc", "bf16"),
+        (Probe("cuda", 4.0, cuda_bf16=True), "span extraction", "fp32"),
     ],
 )
 def test_the_rule(probe: Probe, formulation: str, expected: str) -> None:
@@ -42,7 +43,8 @@ def test_the_rule(probe: Probe, formulation: str, expected: str) -> None:
 
 def test_what_the_cluster_states_holds_where_parity_is_shown() -> None:
     assert stated_precision("bf16", "tagger")[0] == "bf16"
-    assert stated_precision("bf16", "mrc")[0] == "fp32"
+    assert stated_precision("bf16", "mrc")[0] == "bf16"
+    assert stated_precision("bf16", "span extraction")[0] == "fp32"
 
 
 class Parent:
