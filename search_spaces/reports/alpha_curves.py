@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from search_spaces.reports.tables import final_rows
+
 COLLAPSED = 1.0  # a cell whose mean F1 is under this learned nothing
 ALPHA_LABEL = r"alpha=([\d.]+)"
 
@@ -55,8 +57,6 @@ def alpha_curve(rows: pd.DataFrame, metric: str = "eval_f1") -> pd.DataFrame:
     Raises:
         ValueError: no Tversky row with a value of ``metric``.
     """
-    from search_spaces.reports.tables import final_rows
-
     rows = final_rows(rows)
     tversky = rows[rows["loss_name"] == "tversky"].dropna(subset=[metric])
     if tversky.empty:
