@@ -6,7 +6,8 @@ real store and MLflow; a real server and a real sweep are in test_notebook.py.""
 from __future__ import annotations
 
 import math
-import signal
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -122,17 +123,28 @@ def test_a_refusal_and_an_absent_service_are_one_line(client: Client) -> None:
 
 
 def test_ctrl_c_stops_the_waiting_not_the_sweep(
-    client: Client, sweep: Sweep, capsys: pytest.CaptureFixture[str]
+    client: Client,
+    sweep: Sweep,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The sweep stays pending (no cluster here): Ctrl-C, as SIGINT raises it, mid-wait.
-    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            sweep.wait(progress=True, poll_s=0.05)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    # The sweep stays pending (no cluster here): Ctrl-C lands, as it mostly does, in the
+    # sleep between two polls. Raised there rather than by a timer signal, it cannot land
+    # inside the test client's own calls, nor take over the timeout's SIGALRM.
+    real_sleep, slept = time.sleep, []
+
+    def interrupted_sleep(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread():
+            slept.append(seconds)
+            if len(slept) == 2:
+                raise KeyboardInterrupt
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", interrupted_sleep)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.wait(progress=True, poll_s=0.05)
+    monkeypatch.undo()
+    assert slept == [0.05, 0.05]  # it polled twice before the interrupt
     said = capsys.readouterr().err
     assert f"stopped waiting; sweep {sweep.id} goes on running on the service" in said
     assert "trials:" in said  # the bar was drawn
