@@ -99,3 +99,43 @@ def test_the_figures_the_prose_quotes() -> None:
     assert f"up to {tagger['last_evaluations_range'].max():.2f}" in prose
     assert f"{int((over <= 0).sum())} of its {len(tagger)} within" in prose
     assert f"by at most {over.max():.2f} more" in prose
+
+
+PER_POSITION = "studyD-conll-mrc-dsc-example-s0-1"
+
+
+def test_the_fourth_cells_first_seeds_as_its_pages_quote_them() -> None:
+    """MRC-NER × per position, seeds 0–1: its tuning, its trials and their Δ against study
+    B's ce at the same seeds, as its page, the factorial page and the README quote them."""
+    rows = pd.read_csv(RESULTS / f"{PER_POSITION}-trials.csv")
+    tune = rows[rows["stage"] == "tune"].set_index("tuned_learning_rate")["eval_f1"]
+    final = rows[rows["stage"] != "tune"].set_index("seed")
+    ce = pd.concat(pd.read_csv(RESULTS / f"{shard}-trials.csv") for shard in MRC.split(","))
+    ce = ce[(ce["loss_name"] == "ce") & (ce["stage"] != "tune")].set_index("seed")["eval_f1"]
+    deltas = final["eval_f1"] - ce[final.index]
+    ranges = final["last_evaluations_range"]
+    assert sorted(final.index) == [0, 1] and set(final["tuned_learning_rate"]) == {1e-4}
+
+    page = " ".join((RESULTS / f"{PER_POSITION}.md").read_text().split())
+    tuning = f"{tune[1e-4]:.2f} at 1e-4 against {tune[3e-4]:.2f} at 3e-4"
+    assert tuning in page
+    trials = " and ".join(f"{final['eval_f1'][seed]:.2f}" for seed in (0, 1))
+    assert f"seeds 0 and 1 reach {trials}" in page
+    assert "Δ against ce " + " and ".join(_signed(deltas[seed]) for seed in (0, 1)) in page
+    assert f"moved {ranges.min():.2f}–{ranges.max():.2f}" in page
+    assert f"a spread of {final['eval_f1'].std():.2f} between them" in page
+    assert (ranges > final["eval_f1"].std()).all()
+    rate = rows[rows["tuned_learning_rate"] == 3e-4]
+    assert rate["last_evaluations"].str.fullmatch(r"(\d+:0 ?){3}").all()
+    assert (rate["eval_top_prediction_share"] == 100).all()
+
+    row = next(
+        line
+        for line in (RESULTS / "README.md").read_text().splitlines()
+        if line.startswith("| D: formulation × dsc recipe") and PER_POSITION in line
+    )
+    assert tuning in row
+    assert f"**{final['eval_f1'].mean():.2f} ± {final['eval_f1'].std():.2f}**" in row
+    assert f"about {-deltas.mean():.0f} below ce at the same seeds" in row
+    factorial_page = " ".join(PAGE.read_text().split())
+    assert f"[{PER_POSITION}]({PER_POSITION}.md)" in factorial_page
