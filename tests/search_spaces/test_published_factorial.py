@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from search_spaces.reports.factorial import factorial
+from search_spaces.reports.paired import paired_test
 from tests.scripts import script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +123,14 @@ def test_the_fourth_cells_first_seeds_as_its_pages_quote_them() -> None:
     trials = " and ".join(f"{final['eval_f1'][seed]:.2f}" for seed in (0, 1))
     assert f"seeds 0 and 1 reach {trials}" in page
     assert "Δ against ce " + " and ".join(_signed(deltas[seed]) for seed in (0, 1)) in page
+    both = pd.concat([final.reset_index(), ce.reset_index().assign(loss_name="ce")])
+    paired = paired_test(
+        both[["loss_name", "dataset", "seed", "eval_f1"]].fillna({"dataset": "conll2003"}),
+        "loss_name",
+        "dataset",
+    ).iloc[0]
+    interval = f"{_signed(paired['ci_low'])} to {_signed(paired['ci_high'])}"
+    assert f"mean {_signed(paired['mean_diff'])}, paired 95% interval {interval}" in page
     assert f"moved {ranges.min():.2f}–{ranges.max():.2f}" in page
     assert f"a spread of {final['eval_f1'].std():.2f} between them" in page
     assert (ranges > final["eval_f1"].std()).all()
