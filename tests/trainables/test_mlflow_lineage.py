@@ -13,7 +13,7 @@ from unittest.mock import ANY
 import pytest
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
+from search_spaces.contract import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings

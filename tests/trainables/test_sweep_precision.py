@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from search_spaces.lineage import PRECISION_REASON_TAG, PRECISION_TAG
+from search_spaces.contract import PRECISION_REASON_TAG, PRECISION_TAG
 from search_spaces.precision_rule import Probe, stated_precision, sweep_precision
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings

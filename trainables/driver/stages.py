@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from search_spaces.lineage import STAGE_TAG, TUNE_METHOD_TAG, TUNED_TAG
+from search_spaces.contract import STAGE_TAG, TUNE_METHOD_TAG, TUNED_TAG, said
 from search_spaces.plural import counted
 from search_spaces.resolve import stage_counts, trial_count
 from search_spaces.settings import DicesweepSettings
@@ -166,7 +166,7 @@ def run_stage_one(
     path = experiment_path(settings.storage_path, sweep_id, "tune")
     expected = stage_counts(spec)["tune"]
     if tune.Tuner.can_restore(path) and not count_unfinished(path, expected):
-        print(f"sweep {sweep_id}: stage 1 done, read back from {path}", file=sys.stderr)
+        print(said(sweep_id, f"stage 1 done, read back from {path}"), file=sys.stderr)
         restored = tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results()
         return with_configs(restored, path)
     mark_stage(client, parent, "tune")
