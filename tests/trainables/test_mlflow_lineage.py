@@ -38,7 +38,7 @@ def spec_of(datasets: list[str], **fields: Any) -> SweepSpec:
 def trial_config(
     spec: SweepSpec, sweep_id: str, loss: dict[str, Any], seed: int = 2
 ) -> dict[str, Any]:
-    """A trial's config as Tune hands it over (``search_spaces.tune_search``)."""
+    """A trial's config as Tune hands it over (``trainables.driver.tune_search``)."""
     return {
         "sweep_id": sweep_id,
         "dataset": "mrpc",

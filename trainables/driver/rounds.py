@@ -82,7 +82,7 @@ def run_round(
     """
     from ray import tune
 
-    from search_spaces.tune_search import round_param_space
+    from trainables.driver.tune_search import round_param_space
 
     path = round_path(settings.storage_path, sweep_id, planned.look)
     seeds = f"seeds {planned.seeds[0]}-{planned.seeds[-1]}"

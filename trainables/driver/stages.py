@@ -43,7 +43,7 @@ def build_tuner(
     keeps the start it was given first."""
     from ray import tune
 
-    from search_spaces.tune_search import stage_param_space, to_param_space
+    from trainables.driver.tune_search import stage_param_space, to_param_space
 
     path = experiment_path(storage, sweep_id, stage)
     if tune.Tuner.can_restore(path):
@@ -85,7 +85,7 @@ def new_tuner(
     from ray import tune
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
-    from search_spaces.tune_search import tune_config_kwargs
+    from trainables.driver.tune_search import tune_config_kwargs
 
     without_tensorboard()
     name, storage_path = folder
@@ -125,7 +125,7 @@ def trainable_of(spec: SweepSpec) -> Any:
     """``train`` with the resources a trial of ``spec`` reserves."""
     from ray import tune
 
-    from search_spaces.tune_search import trial_resources
+    from trainables.driver.tune_search import trial_resources
     from trainables.train import train
 
     return tune.with_resources(train, trial_resources(spec))
