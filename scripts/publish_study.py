@@ -249,6 +249,8 @@ def main() -> None:
     counts = sweep["trials"]
     spec_file, trials_file = f"{args.name}-spec.yaml", f"{args.name}-trials.csv"
     preset = f"preset `{sweep['preset']}`" if sweep["preset"] else "its own spec, no preset"
+    at_once = (spec.get("resources") or {}).get("max_concurrent_trials")
+    concurrency = f"{at_once or 'as many'} trials at a time{'' if at_once else ' as fit'}"
     run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, {preset}), submitted over
 REST to a running `dicesweep serve` and read back through its API; MLflow experiment
 `{experiment}` ({links.get("mlflow_experiment", "no link")}), parent run
@@ -256,7 +258,7 @@ REST to a running `dicesweep serve` and read back through its API; MLflow experi
 
 - {sweep["trial_count"]} trials: {counts["done"]} finished, {counts["failed"]} failed.
 - Wall time {wall / 60:.1f} min (started {sweep["started_at"]}, finished {sweep["finished_at"]}),
-  {hours:.2f} trial-hours, on {machine_description()}, CPU only, 2 trials at a time
+  {hours:.2f} trial-hours, on {machine_description()}, CPU only, {concurrency}
   ({args.conditions}).
 - The exact spec: [{spec_file}]({spec_file}); one line per trial: [{trials_file}]({trials_file});
   the cells: [{args.name}.csv]({args.name}.csv)."""
