@@ -19,7 +19,8 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.contract import (
+from search_spaces.flags import degenerate_reason
+from search_spaces.lineage import (
     ATTEMPT_TAG,
     DATASET_COUNT_TAG,
     DEGENERATE_TAG,
@@ -33,7 +34,6 @@ from search_spaces.contract import (
     SWEEP_TAG,
     TRIAL_TAG,
 )
-from search_spaces.flags import degenerate_reason
 from search_spaces.sections import TrackingLink
 from trainables.driver.outage import WriteQueue
 from trainables.driver.trial_runs import find_run, trial_params, trial_run_name, trial_tags
