@@ -179,6 +179,13 @@ def test_the_fourth_cells_last_seeds_as_their_page_quotes_them() -> None:
     page = " ".join((RESULTS / f"{LAST_SEEDS}.md").read_text().split())
     assert "seeds 2, 3 and 4 reach " + _and([f"{f:.2f}" for f in rows["eval_f1"]]) in page
     assert "Δ against ce " + _and([_signed(d) for d in deltas]) in page
+    ce = _ce()[rows.index].reset_index().assign(loss_name="ce", dataset="conll2003")
+    trials = rows.reset_index().assign(dataset="conll2003")
+    columns = ["loss_name", "dataset", "seed", "eval_f1"]
+    paired = paired_test(pd.concat([trials[columns], ce[columns]]), "loss_name", "dataset")
+    interval = f"{_signed(paired['ci_low'].iloc[0])} to {_signed(paired['ci_high'].iloc[0])}"
+    mean = _signed(paired["mean_diff"].iloc[0])
+    assert f"mean {mean}, paired 95% interval {interval} over these three seeds" in page
     assert f"moved {ranges.min():.2f}–{ranges.max():.2f}" in page
     assert f"a spread of {rows['eval_f1'].std():.2f} between them" in page
     row = next(
