@@ -250,7 +250,10 @@ def main() -> None:
     spec_file, trials_file = f"{args.name}-spec.yaml", f"{args.name}-trials.csv"
     preset = f"preset `{sweep['preset']}`" if sweep["preset"] else "its own spec, no preset"
     at_once = (spec.get("resources") or {}).get("max_concurrent_trials")
-    concurrency = f"{at_once or 'as many'} trials at a time{'' if at_once else ' as fit'}"
+    if at_once is None:
+        concurrency = "as many trials at a time as fit"
+    else:
+        concurrency = f"{at_once} trials at a time"
     run = f"""Sweep `{sweep["id"]}` (`{sweep["name"]}`, {preset}), submitted over
 REST to a running `dicesweep serve` and read back through its API; MLflow experiment
 `{experiment}` ({links.get("mlflow_experiment", "no link")}), parent run
