@@ -32,7 +32,7 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from docs_table import machine_description, write_section
-from search_spaces.lineage import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
+from search_spaces.contract import EXPERIMENT, LOSS_LABEL_TAG, ROLE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.resolve import resolve_submission
 from sweep_service import store
 from sweep_service.progress import read_progress

@@ -27,7 +27,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from docs_table import machine_description, write_section
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.contract import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 
 HERE = Path(__file__).parent
 TRAINING = {

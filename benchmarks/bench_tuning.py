@@ -131,7 +131,7 @@ def run_sweep(spec: dict[str, Any], sweep_id: str, home: Path, datasets: Path) -
 
 
 def trial_runs(client: Any, sweep_id: str) -> list[Any]:
-    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+    from search_spaces.contract import EXPERIMENT, ROLE_TAG, SWEEP_TAG
 
     experiment = client.get_experiment_by_name(EXPERIMENT)
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'trial'"
@@ -158,7 +158,7 @@ def steps(runs: list[Any]) -> int:
 
 
 def loss_of(run: Any) -> str:
-    from search_spaces.lineage import LOSS_LABEL_TAG
+    from search_spaces.contract import LOSS_LABEL_TAG
 
     return str(run.data.tags[LOSS_LABEL_TAG])
 
@@ -167,7 +167,7 @@ def stopped_rungs(client: Any, runs: list[Any]) -> dict[int, int]:
     """``{rung: stage-1 trials a scheduler stopped there}``, a rung named by the
     evaluations a trial ran to reach it (halving's at 1, 3, 9, ...), as the sweep page
     and the tables' notes name it (``sweep_service.results.evaluations``)."""
-    from search_spaces.lineage import STOP_TAG
+    from search_spaces.contract import STOP_TAG
     from sweep_service.results import evaluations
 
     rungs: dict[int, int] = {}
@@ -214,7 +214,7 @@ def summarise(store: Path, rates: list[float], walls: dict[str, float] | None) -
     logged to; ``walls`` None: each sweep's wall time from its parent run."""
     from mlflow.tracking import MlflowClient
 
-    from search_spaces.lineage import EXPERIMENT, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TUNED_TAG
+    from search_spaces.contract import EXPERIMENT, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TUNED_TAG
 
     client = MlflowClient(f"sqlite:///{store}")
     experiment = client.get_experiment_by_name(EXPERIMENT)

@@ -91,7 +91,7 @@ def run_tuner(spec: Any, home: Path, at_once: int) -> dict[str, Any]:
     and the trials' placements."""
     from ray import tune
 
-    from search_spaces.tune_search import to_param_space, trial_resources
+    from trainables.driver.tune_search import to_param_space, trial_resources
 
     name = f"at-once-{at_once}"
     tuner = tune.Tuner(

@@ -19,7 +19,7 @@ from ray import tune
 
 from search_spaces.presets import load_presets
 from search_spaces.resolve import resolve_spec
-from search_spaces.tune_search import to_param_space
+from trainables.driver.tune_search import to_param_space
 from trainables.train import train
 
 

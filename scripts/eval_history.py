@@ -20,7 +20,7 @@ from typing import Any
 from mlflow.entities import Metric
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import (
+from search_spaces.contract import (
     LOSS_LABEL_TAG,
     ROLE_TAG,
     STAGE_TAG,

@@ -127,7 +127,7 @@ def trained_in(tracking_uri: str, run_ids: list[str]) -> list[str]:
     sets on it; "" for a run from before trials said."""
     from mlflow.tracking import MlflowClient
 
-    from search_spaces.lineage import PRECISION_TAG
+    from search_spaces.contract import PRECISION_TAG
 
     client = MlflowClient(tracking_uri)
     return [client.get_run(run_id).data.tags.get(PRECISION_TAG, "") for run_id in run_ids]
@@ -138,7 +138,7 @@ def spec_that_ran(tracking_uri: str, sweep_id: str) -> dict[str, Any]:
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, dicesweep_experiments
+    from search_spaces.contract import ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 
     client = MlflowClient(tracking_uri)
     query = f"tags.`{SWEEP_TAG}` = '{sweep_id}' and tags.`{ROLE_TAG}` = 'sweep'"

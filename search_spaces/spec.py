@@ -17,7 +17,7 @@ A spec is YAML or JSON of the same shape on the command line and in the REST API
 here (``SweepSpec``), raising ``SpecError``, whose issues name the field path
 (``search_space.losses[2].alpha``) and the rule. The count of trials and its cap are
 ``search_spaces.resolve``'s; the Ray Tune side of a spec is in
-``search_spaces.tune_search``.
+``trainables.driver.tune_search``.
 
 Random/TPE search space: a search space whose parameters depend on the loss (a
 conditional space) cannot be written as one Ray Tune ``param_space`` that Optuna
@@ -25,7 +25,7 @@ samples, and Ray Tune refuses ``grid_search`` next to a searcher. So random/TPE 
 takes exactly one loss entry, one data set and one variant: the loss's parameters are
 scalars (fixed), lists (sampled like ``choice``) or distributions. Compare losses
 with a grid; tune one loss with random/TPE; seeds are added by
-``search_spaces.tune_search`` (each suggestion repeated once per seed).
+``trainables.driver.tune_search`` (each suggestion repeated once per seed).
 """
 
 from __future__ import annotations

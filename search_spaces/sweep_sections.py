@@ -140,7 +140,7 @@ class SchedulerSpec(Section):
 
     ``asha``, ``halving`` and ``median`` compare the search metric (an eval metric),
     never the training loss. ``halving`` is synchronous successive halving
-    (``search_spaces.halving``): at ``grace_period × reduction_factor^k`` evaluations
+    (``trainables.driver.halving``): at ``grace_period × reduction_factor^k`` evaluations
     every trial waits for the others, then the best ``1/reduction_factor`` go on, so a
     bad setting stops after its first evaluations whatever order the trials run in.
     ``per_loss`` compares a trial only with trials of the same loss name, since the

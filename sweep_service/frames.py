@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from search_spaces.lineage import SWEEP_TAG, dicesweep_experiments
+from search_spaces.contract import SWEEP_TAG, dicesweep_experiments
 
 # A trial's text fields; everything in ``metrics``, ``params`` and ``tuned`` is a column too.
 TRIAL_FIELDS = (

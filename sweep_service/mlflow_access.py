@@ -31,7 +31,7 @@ from mlflow.utils.rest_utils import MlflowHostCreds
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from search_spaces.lineage import experiment_name
+from search_spaces.contract import experiment_name
 from search_spaces.mlflow_credentials import (
     read_private_text,
     use_credentials_file,

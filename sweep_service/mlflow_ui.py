@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import select
 
-from search_spaces.lineage import experiment_name
+from search_spaces.contract import experiment_name
 from search_spaces.mlflow_credentials import CredentialsFileError
 from search_spaces.settings import DicesweepSettings
 from sweep_service.mlflow_access import MlflowAccessError, OwnerAccess, derive_password

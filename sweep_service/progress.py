@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from search_spaces.contract import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.flags import constant_choices
-from search_spaces.lineage import FAILURE_TAG, ROLE_TAG, SWEEP_TAG, dicesweep_experiments
 from search_spaces.reports import degenerate_reason, final_rows
 from search_spaces.reports.notes import tuned_settings
 from sweep_service.api.trials import count_states

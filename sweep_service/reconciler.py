@@ -7,9 +7,9 @@ One pass reads every active sweep and moves it on:
 - submitted or running, job running: running, its message the driver's notice while
   it waits (for MLflow, for a node: ``notices``, read from the job's log at most every
   ``NOTICE_READ_S`` until its trials show progress); job succeeded: succeeded;
-- job failed with exit code 1 (trials failed) or 2 (invalid spec): failed (the
-  codes the driver declares final, ``FINAL_EXIT_CODES``; its others, an unforeseen
-  error's 70 included, are tried again);
+- job failed with an exit code the driver declares final (``contract.FINAL_EXITS``:
+  trials failed, an invalid spec), read from the Jobs API: failed; its others, an
+  unforeseen error's included, are tried again;
 - job failed otherwise, stopped by someone else, or missing (the driver died, the
   head restarted): pending again, resubmitted under a new job id, at most
   ``max_resubmissions`` times, then failed;
@@ -38,9 +38,8 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from search_spaces.lineage import experiment_name
+from search_spaces.contract import current_notice, exit_is_final, experiment_name, is_notice
 from sweep_service.failures import driver_failure
-from sweep_service.notices import current_notice, is_notice
 from sweep_service.runner import JobState, Runner, job_id
 from sweep_service.store import (
     InvalidTransitionError,
@@ -63,17 +62,8 @@ log = logging.getLogger(__name__)
 ProgressReader = Callable[[Sweep], TrialProgress]
 # Closes a finished sweep's MLflow runs left RUNNING: (sweep, KILLED|FAILED, reason).
 RunCloser = Callable[[Sweep, str, str], object]
-# Exit codes of the driver that end a sweep for good, as the driver declares them
-# (trainables.driver.exits): 1, some trials failed; 2, invalid spec, or a trial larger
-# than any node the cluster can have. Any other is resubmitted: 3, the service's
-# release differs from the cluster's; 4, no node that holds a trial joined within
-# DICESWEEP_CLUSTER_WAIT_S (workers rejoining a restarted head may take longer); 5,
-# MLflow did not answer within DICESWEEP_MLFLOW_OUTAGE_S; 70, an error the driver did
-# not foresee (never Python's 1); a signal's, the driver killed.
-FINAL_EXIT_CODES = frozenset({1, 2})
 # How often a running job's log is read for its driver's notice.
 NOTICE_READ_S = 15.0
-_EXIT_CODE = re.compile(r"exit code (-?\d+)")
 # Terminal colour and cursor codes, as Ray's and Tune's log lines carry them.
 ANSI_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Sweeps whose driver has started and may have trials running: their progress is read
@@ -93,12 +83,6 @@ def _cancelled_message(sweep: Sweep) -> str:
     if sweep.trials_done or sweep.trials_failed or sweep.trials_stopped:
         return "cancelled on request: no trial was running"
     return "cancelled on request before any trial ran"
-
-
-def driver_failed_for_good(message: str) -> bool:
-    """Whether a failed job's message shows the driver exiting with a final code."""
-    match = _EXIT_CODE.search(message)
-    return match is not None and int(match.group(1)) in FINAL_EXIT_CODES
 
 
 class Reconciler:
@@ -213,7 +197,7 @@ class Reconciler:
                 # Cancelled while its job was being submitted: stop the job just started.
                 self._runner.stop(job)
             return
-        state, message = self._runner.state(job)
+        state, message, exit_code = self._runner.state(job)
         message = ANSI_CODES.sub("", message)  # a log tail's colours: noise once stored
         if sweep.status is SweepStatus.CANCELLING:
             if state in (JobState.PENDING, JobState.RUNNING):
@@ -238,14 +222,14 @@ class Reconciler:
         elif state is JobState.SUCCEEDED:
             # A failed earlier driver's message no longer says anything about the sweep.
             transition_sweep(session, sweep.id, SweepStatus.SUCCEEDED, job_status=state, message="")
-        elif state is JobState.FAILED and driver_failed_for_good(message):
+        elif state is JobState.FAILED and exit_is_final(exit_code):
             # The reason only: the log stays with the job, a link for the sweep's owner.
-            reason = f"driver job {job} failed, {driver_failure(message)}"
+            reason = f"driver job {job} failed, {driver_failure(message, exit_code)}"
             transition_sweep(
                 session, sweep.id, SweepStatus.FAILED, job_status=state, message=reason
             )
         elif state in (JobState.FAILED, JobState.STOPPED, JobState.MISSING):
-            reason = driver_failure(message) if message else "no message"
+            reason = driver_failure(message, exit_code) if message else "no message"
             self._resubmit(session, sweep, f"driver job {job} {state.lower()}: {reason}")
 
     def _notice(self, sweep: Sweep, job: str) -> str | None:

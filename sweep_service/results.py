@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import (
+from search_spaces.contract import (
     EXPERIMENT,
     FAILURE_TAG,
     LOSS_LABEL_TAG,
@@ -49,7 +49,7 @@ def trial_rows(
 ) -> pd.DataFrame:
     """One row per trial run of ``sweep_id``: the row shape of ``search_spaces.reports``.
     ``experiment_id``, when the caller has it, spares looking in every dicesweep
-    experiment (``lineage.dicesweep_experiments``) for the sweep's.
+    experiment (``contract.dicesweep_experiments``) for the sweep's.
 
     Raises:
         SweepNotFoundError: no experiment, or no trial run with that sweep id.

@@ -27,10 +27,10 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from search_spaces.contract import EXPERIMENT, experiment_owner
 from search_spaces.data_roots import DATA_OWNER_ENV
-from search_spaces.lineage import EXPERIMENT, experiment_owner
 from search_spaces.mlflow_credentials import CREDENTIALS_ENV, PROVIDER, write_credentials
 
 if TYPE_CHECKING:
@@ -53,6 +53,14 @@ class JobState(enum.StrEnum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
 
 
+class Job(NamedTuple):
+    """A sweep's job as the Jobs API reports it."""
+
+    state: JobState
+    message: str = ""  # Ray's: a failed driver's log tail, a stopped job's reason
+    exit_code: int | None = None  # the driver's, once it exited (``DriverExit``)
+
+
 def job_id(sweep_id: str, resubmissions: int) -> str:
     """The Ray job id of a sweep's current driver: the sweep id, then one per retry."""
     return sweep_id if resubmissions == 0 else f"{sweep_id}-retry{resubmissions}"
@@ -65,8 +73,8 @@ class Runner(Protocol):
         """Start the sweep's driver as job ``job`` on the resolved ``spec``, its runs in
         the MLflow ``experiment``; a no-op when that job exists."""
 
-    def state(self, job: str) -> tuple[JobState, str]:
-        """The job's state and Ray's message for it."""
+    def state(self, job: str) -> Job:
+        """The job's state, Ray's message for it and its driver's exit code."""
 
     def stop(self, job: str) -> None:
         """Ask the job to stop; a no-op when it has finished or does not exist."""
@@ -146,7 +154,7 @@ class RayJobRunner:
         self._nodes: tuple[float, list[dict[str, float]] | None] = (-NODES_TTL_S, None)
 
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
-        if self.state(job)[0] is not JobState.MISSING:
+        if self.state(job).state is not JobState.MISSING:
             return
         with tempfile.TemporaryDirectory(prefix="dicesweep-job-") as folder:
             (Path(folder) / SPEC_FILE).write_text(json.dumps(dict(spec)))
@@ -167,17 +175,17 @@ class RayJobRunner:
                 if "already exists" not in str(error):
                     raise
 
-    def state(self, job: str) -> tuple[JobState, str]:
+    def state(self, job: str) -> Job:
         try:
             info = self._client.get_job_info(job)
         except RuntimeError as error:  # the Jobs API answers 404 for an unknown id
             if "does not exist" in str(error) or "404" in str(error):
-                return JobState.MISSING, ""
+                return Job(JobState.MISSING)
             raise
-        return JobState(str(info.status)), info.message or ""
+        return Job(JobState(str(info.status)), info.message or "", info.driver_exit_code)
 
     def stop(self, job: str) -> None:
-        if self.state(job)[0] in (JobState.PENDING, JobState.RUNNING):
+        if self.state(job).state in (JobState.PENDING, JobState.RUNNING):
             self._client.stop_job(job)
 
     def logs(self, job: str) -> str:

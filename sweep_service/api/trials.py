@@ -13,7 +13,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import CHART_VIEW
+from search_spaces.contract import CHART_VIEW
 from search_spaces.reports import METRICS, below_no_skill_reason, degenerate_reason
 from search_spaces.spec import runs_until_decided
 from sweep_service.api.errors import ApiError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from search_spaces.lineage import (
+from search_spaces.contract import (
     EXPERIMENT,
     LOSS_LABEL_TAG,
     ROLE_TAG,

@@ -20,6 +20,26 @@ def test_importing_search_spaces_leaves_heavy_packages_out() -> None:
     assert loaded_by(PROBE, HEAVY) == []
 
 
+def test_no_module_of_search_spaces_imports_ray_or_optuna() -> None:
+    """A spec in Ray Tune's terms is the driver's: every module of the shared package,
+    the lazily imported ones too, names neither Ray nor Optuna."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "search_spaces"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("ray", "optuna")]
+    assert found == []
+
+
 def loaded_after(module: str) -> list[str]:
     """Which of ``search_spaces``' spec modules importing ``module`` alone loads."""
     probe = (

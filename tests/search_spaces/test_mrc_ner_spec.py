@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from search_spaces.errors import SpecError
 from search_spaces.mrc_ner import MrcNerSpec
 from search_spaces.resolve import resolve_spec
-from search_spaces.tune_search import to_param_space
+from trainables.driver.tune_search import to_param_space
 
 
 def spec(task: dict[str, Any]) -> dict[str, Any]:

@@ -17,8 +17,7 @@ from mlflow.tracking import MlflowClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from search_spaces.datasets import DATASETS
-from search_spaces.lineage import (
+from search_spaces.contract import (
     EXPERIMENT,
     FAILURE_TAG,
     LOSS_LABEL_TAG,
@@ -26,10 +25,11 @@ from search_spaces.lineage import (
     SWEEP_TAG,
     TRIAL_TAG,
 )
+from search_spaces.datasets import DATASETS
 from search_spaces.reports import loss_label
 from search_spaces.setup import setup_params, trial_setup
 from sweep_service.api import create_app
-from sweep_service.runner import JobState
+from sweep_service.runner import Job, JobState
 from sweep_service.settings import ServiceSettings
 from sweep_service.store import Sweep
 
@@ -47,8 +47,8 @@ class FakeRunner:
     def submit(self, job: str, sweep_id: str, spec: Mapping[str, Any], experiment: str) -> None:
         self.submitted.append(job)
 
-    def state(self, job: str) -> tuple[JobState, str]:
-        return JobState.MISSING, ""
+    def state(self, job: str) -> Job:
+        return Job(JobState.MISSING)
 
     def stop(self, job: str) -> None:
         self.stopped.append(job)

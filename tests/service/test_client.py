@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from search_spaces.lineage import SWEEP_TAG
+from search_spaces.contract import SWEEP_TAG
 from sweep_service import Client, Sweep
 from sweep_service.client import ClientError
 from sweep_service.store import Owner, create_api_key, create_sweep

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from search_spaces.contract import experiment_name
 from search_spaces.data_roots import allowed_roots
 from search_spaces.errors import SpecError
-from search_spaces.lineage import experiment_name
 from search_spaces.settings import DicesweepSettings
 from sweep_service.runner import RayJobRunner
 from sweep_service.serve import job_environment

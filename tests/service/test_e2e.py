@@ -22,7 +22,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, experiment_name
+from search_spaces.contract import ROLE_TAG, SWEEP_TAG, experiment_name
 from search_spaces.resolve import get_preset
 from sweep_service.api.auth import LOCAL_OWNER
 from tests.conftest import short_home_folder

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+from search_spaces.contract import ATTEMPT_TAG, STAGE_TAG
 from search_spaces.datasets import get_dataset
 from search_spaces.flags import degenerate_reason
-from search_spaces.lineage import ATTEMPT_TAG, STAGE_TAG
 from search_spaces.reports import loss_label
 from search_spaces.reports.notes import STAGES
 from search_spaces.resolve import resolve_spec

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import ATTEMPT_TAG
+from search_spaces.contract import ATTEMPT_TAG
 from tests.service.test_e2e import Service, trial_runs, wait
 
 pytestmark = [pytest.mark.data, pytest.mark.e2e]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from sweep_service.reconciler import Reconciler
-from sweep_service.runner import JobState
+from sweep_service.runner import Job, JobState
 from sweep_service.store import Owner, create_api_key
 from tests.service.api_fixtures import FakeRunner, MakeApi, bearer
 
@@ -32,10 +32,10 @@ RAY_MESSAGE = (
 class FailedJobRunner(FakeRunner):
     """Jobs that fail at once as Ray reports a driver exiting with code 2."""
 
-    def state(self, job: str) -> tuple[JobState, str]:
+    def state(self, job: str) -> Job:
         if job in self.submitted:
-            return JobState.FAILED, RAY_MESSAGE
-        return JobState.MISSING, ""
+            return Job(JobState.FAILED, RAY_MESSAGE, exit_code=2)
+        return Job(JobState.MISSING)
 
     def logs(self, job: str) -> str:
         return DRIVER_LOG if job in self.submitted else ""

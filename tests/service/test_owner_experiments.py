@@ -9,7 +9,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from search_spaces.lineage import ROLE_TAG, SWEEP_TAG, TRIAL_TAG, experiment_name
+from search_spaces.contract import ROLE_TAG, SWEEP_TAG, TRIAL_TAG, experiment_name
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
 from sweep_service.progress import close_open_runs, read_progress

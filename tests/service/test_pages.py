@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session
 
-from search_spaces.lineage import STAGE_TAG
+from search_spaces.contract import STAGE_TAG
 from search_spaces.resolve import resolve_submission
 from sweep_service.api.auth import KEY_COOKIE
 from sweep_service.progress import read_progress

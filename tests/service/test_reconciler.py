@@ -8,10 +8,10 @@ from typing import Any
 from mlflow.tracking import MlflowClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from search_spaces.lineage import FAILURE_TAG
+from search_spaces.contract import FAILURE_TAG, exit_is_final
 from sweep_service.progress import close_open_runs, read_progress
-from sweep_service.reconciler import Reconciler, driver_failed_for_good
-from sweep_service.runner import JobState
+from sweep_service.reconciler import Reconciler
+from sweep_service.runner import Job, JobState
 from sweep_service.store import (
     Owner,
     Sweep,
@@ -28,7 +28,8 @@ class ScriptedRunner:
     """Jobs whose states the test sets; records submissions and stops."""
 
     def __init__(self) -> None:
-        self.jobs: dict[str, tuple[JobState, str]] = {}
+        # job id -> (state, Ray's message[, the driver's exit code])
+        self.jobs: dict[str, tuple[Any, ...]] = {}
         self.submitted: list[tuple[str, str]] = []
         self.experiments: dict[str, str] = {}  # sweep id -> the MLflow experiment it was given
         self.stopped: list[str] = []
@@ -40,8 +41,8 @@ class ScriptedRunner:
             self.submitted.append((job, sweep_id))
             self.experiments[sweep_id] = experiment
 
-    def state(self, job: str) -> tuple[JobState, str]:
-        return self.jobs.get(job, (JobState.MISSING, ""))
+    def state(self, job: str) -> Job:
+        return Job(*self.jobs.get(job, (JobState.MISSING,)))
 
     def stop(self, job: str) -> None:
         self.stopped.append(job)
@@ -93,7 +94,7 @@ def test_a_sweep_that_succeeds_after_a_resubmission_drops_the_old_failure(
     reconciler, runner, sweep_id = setup(session_factory, alice, limit=2)
     reconciler.run_once()
     tail = "\x1b[36m(raylet)\x1b[0m worker died\nJob entrypoint command failed with exit code -9"
-    runner.jobs[sweep_id] = (JobState.FAILED, tail)
+    runner.jobs[sweep_id] = (JobState.FAILED, tail, -9)
     reconciler.run_once()  # back to pending, the reason kept without colour codes
     message = status(session_factory, alice, sweep_id).message or ""
     assert "(raylet) worker died" in message and "\x1b" not in message
@@ -109,7 +110,7 @@ def test_dead_driver_is_resubmitted_under_a_new_job_id_up_to_the_limit(
 ) -> None:
     reconciler, runner, sweep_id = setup(session_factory, alice, limit=2)
     reconciler.run_once()
-    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code -9")
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code -9", -9)
     reconciler.run_once()  # back to pending, counted
     reconciler.run_once()  # resubmitted
     assert runner.submitted[-1] == (f"{sweep_id}-retry1", sweep_id)
@@ -128,15 +129,14 @@ def test_driver_exit_codes_one_and_two_fail_the_sweep_for_good(
 ) -> None:
     reconciler, runner, sweep_id = setup(session_factory, alice)
     reconciler.run_once()
-    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1")
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1", 1)
     reconciler.run_once()
     assert status(session_factory, alice, sweep_id).status is SweepStatus.FAILED
     assert len(runner.submitted) == 1
-    assert driver_failed_for_good("failed with exit code 2")
-    assert not driver_failed_for_good("failed with exit code 137")
+    assert exit_is_final(2) and not exit_is_final(137)
     # No node joined within the driver's wait: nodes may still join, tried again.
-    assert not driver_failed_for_good("failed with exit code 4")
-    assert not driver_failed_for_good("the worker died unexpectedly")
+    assert not exit_is_final(4)
+    assert not exit_is_final(None)  # the worker died before its driver exited
 
 
 def test_cancelling_sweep_is_stopped_then_cancelled(
@@ -312,7 +312,7 @@ def test_a_driver_failed_for_good_has_its_open_runs_closed_with_the_reason(
     )
     reconciler = tracked(session_factory, runner, tracking)
     reconciler.run_once()
-    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1")
+    runner.jobs[sweep_id] = (JobState.FAILED, "Job entrypoint command failed with exit code 1", 1)
     reconciler.run_once()
     assert status(session_factory, alice, sweep_id).status is SweepStatus.FAILED
     for run_id in (parent, running):

@@ -19,7 +19,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sqlalchemy import URL
 
-from search_spaces.lineage import experiment_name
+from search_spaces.contract import experiment_name
 from sweep_service import local_head, serve
 from sweep_service.settings import ServiceSettings
 from tests.service.test_e2e import CLI, Service, wait

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
+from search_spaces.contract import DriverExit
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings, isolate_ray
 from search_spaces.spec import SweepSpec
 from tests.conftest import short_home_folder
 from tests.tcp_proxy import free_port
-from trainables.driver.cluster import EXIT_NO_NODE_YET, await_capacity
+from trainables.driver.cluster import await_capacity
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -52,7 +53,7 @@ def test_no_node_within_the_wait_is_a_code_that_is_tried_again(cluster: Any) -> 
     notices: list[str] = []
     started = time.monotonic()
     refused = await_capacity(one_cpu(), settings(cluster_wait_s=3), False, notices.append)
-    assert refused is not None and refused[0] == EXIT_NO_NODE_YET != 2
+    assert refused is not None and refused[0] == DriverExit.NO_NODE_YET != DriverExit.INVALID
     assert "no node of the cluster has that much (its nodes: 0 CPUs and 0 GPUs)" in refused[1]
     assert "after waiting 3 s (DICESWEEP_CLUSTER_WAIT_S)" in refused[1]
     assert 3 <= time.monotonic() - started < 30

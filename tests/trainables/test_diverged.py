@@ -11,7 +11,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 from transformers import BertConfig, BertForSequenceClassification
 
-from search_spaces.lineage import FAILURE_TAG
+from search_spaces.contract import FAILURE_TAG
 from tests.trainables.test_local_datasets import RUN_TRAINING, cut_pairs, dicesweep_run
 from tests.trainables.test_sweep import environment, runs
 from trainables.modeling import TINY_VOCAB_SIZE, tiny_tokenizer

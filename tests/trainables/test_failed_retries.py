@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from search_spaces.lineage import ATTEMPT_TAG, FAILURE_TAG
+from search_spaces.contract import ATTEMPT_TAG, FAILURE_TAG
 from tests.toydata import make_toy_datasets
 from tests.trainables.test_sweep import DRIVER, environment, runs, toy_spec, tracking
 

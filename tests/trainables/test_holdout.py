@@ -11,9 +11,9 @@ import pytest
 
 from search_spaces.datasets import get_dataset
 from search_spaces.resolve import resolve_spec
-from search_spaces.tune_search import stage_param_space
 from search_spaces.tuning import loss_key
 from trainables.data import PairExample, load_split
+from trainables.driver.tune_search import stage_param_space
 from trainables.trial_data import DataRequest, holdout_split, read_examples
 
 

@@ -13,7 +13,7 @@ from unittest.mock import ANY
 import pytest
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
+from search_spaces.contract import CHART_VIEW_TAG, DATASET_COUNT_TAG, EXPERIMENT
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
@@ -38,7 +38,7 @@ def spec_of(datasets: list[str], **fields: Any) -> SweepSpec:
 def trial_config(
     spec: SweepSpec, sweep_id: str, loss: dict[str, Any], seed: int = 2
 ) -> dict[str, Any]:
-    """A trial's config as Tune hands it over (``search_spaces.tune_search``)."""
+    """A trial's config as Tune hands it over (``trainables.driver.tune_search``)."""
     return {
         "sweep_id": sweep_id,
         "dataset": "mrpc",

@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from search_spaces.lineage import EXPERIMENT, ROLE_TAG, SWEEP_TAG
+from search_spaces.contract import EXPERIMENT, ROLE_TAG, SWEEP_TAG, DriverExit, current_notice
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
 from sweep_service.failures import driver_failure
-from sweep_service.notices import current_notice
 from tests.tcp_proxy import TcpProxy, free_port
 from tests.trainables.test_tracking_outage import mlflow_server  # noqa: F401 (a fixture)
-from trainables.driver.exits import EXIT_CRASHED, EXIT_NO_TRACKING, run_declared
+from trainables.driver.exits import run_declared
 from trainables.driver.mlflow_wait import TrackingAwayError
 from trainables.driver.parent import open_tracking
 
@@ -118,7 +117,7 @@ def test_mlflow_away_past_the_bound_exits_with_a_code_the_service_resubmits(
 
     with pytest.raises(SystemExit) as exiting:
         run_declared(main)
-    assert exiting.value.code == EXIT_NO_TRACKING
+    assert exiting.value.code == DriverExit.NO_TRACKING
 
 
 def test_an_unforeseen_error_exits_with_its_own_code_not_trials_failed() -> None:
@@ -127,7 +126,7 @@ def test_an_unforeseen_error_exits_with_its_own_code_not_trials_failed() -> None
 
     with pytest.raises(SystemExit) as exiting:
         run_declared(main)
-    assert exiting.value.code == EXIT_CRASHED != 1
+    assert exiting.value.code == DriverExit.CRASHED != 1
 
 
 def test_a_driver_process_that_never_reaches_mlflow_exits_5_saying_why(
@@ -149,7 +148,7 @@ def test_a_driver_process_that_never_reaches_mlflow_exits_5_saying_why(
         timeout=300,
         check=False,
     )
-    assert driver.returncode == EXIT_NO_TRACKING, driver.stderr[-3000:]
+    assert driver.returncode == DriverExit.NO_TRACKING, driver.stderr[-3000:]
     assert f"sweep {SWEEP}: waiting for MLflow since " in driver.stderr
     ray_message = (  # Ray's, for the driver's job
         "Job entrypoint command failed with exit code 5, last available logs (truncated "
@@ -158,5 +157,5 @@ def test_a_driver_process_that_never_reaches_mlflow_exits_5_saying_why(
     assert re.fullmatch(
         rf"exit code 5: TrackingAwayError: MLflow at http://127.0.0.1:{port} did not answer "
         r"from \d\d:\d\d:\d\d UTC for 4 s \(DICESWEEP_MLFLOW_OUTAGE_S\)",
-        driver_failure(ray_message),
+        driver_failure(ray_message, driver.returncode),
     ), driver.stderr[-3000:]

@@ -10,8 +10,8 @@ import pytest
 from search_spaces.losses import OFFICIAL_RECIPES
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
-from search_spaces.tune_search import to_param_space
 from tests.trainables.test_train import Recorder, toy_config
+from trainables.driver.tune_search import to_param_space
 from trainables.tasks.mrc_ner import MrcNer
 from trainables.train import data_request, parse_config, run_trial
 from trainables.trial_data import load_trial_data

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from search_spaces.contract import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from search_spaces.flags import degenerate_reason
-from search_spaces.lineage import ATTEMPT_TAG, EXPERIMENT, ROLE_TAG, SWEEP_TAG
 from tests.conftest import short_home_folder
 from tests.toydata import make_toy_datasets
 from trainables.driver.reports import metric_key

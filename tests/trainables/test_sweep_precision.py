@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from search_spaces.lineage import PRECISION_REASON_TAG, PRECISION_TAG
+from search_spaces.contract import PRECISION_REASON_TAG, PRECISION_TAG
 from search_spaces.precision_rule import Probe, stated_precision, sweep_precision
 from search_spaces.resolve import resolve_spec
 from search_spaces.settings import DicesweepSettings
-from search_spaces.tune_search import to_param_space
 from tests.toydata import make_toy_datasets
 from tests.trainables.test_sweep import DRIVER, environment, runs, toy_spec, tracking
 from trainables.driver import precision_probe
+from trainables.driver.tune_search import to_param_space
 
 
 @pytest.mark.parametrize(

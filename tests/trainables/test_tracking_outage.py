@@ -22,7 +22,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from ray.tune import Checkpoint, Result
 
-from search_spaces.lineage import EXPERIMENT, FAILURE_TAG, ROLE_TAG, STOP_TAG, SWEEP_TAG
+from search_spaces.contract import EXPERIMENT, FAILURE_TAG, ROLE_TAG, STOP_TAG, SWEEP_TAG
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrackingLink
 from tests.tcp_proxy import TcpProxy, free_port

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from search_spaces.contract import WAITING, DriverExit
 from search_spaces.plural import counted
 from search_spaces.settings import DicesweepSettings, forwarded_settings
 from search_spaces.spec import SweepSpec
@@ -48,14 +49,6 @@ def _init(ray: Any, settings: DicesweepSettings, num_cpus: int | None) -> None:
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
 
 
-# The driver's exit codes that concern the cluster (the others, ``trainables.driver.exits``:
-# 0 done; 1 some trials failed and 2 invalid spec, the only final ones; 3 the service's
-# release differs; 5 MLflow did not answer within DICESWEEP_MLFLOW_OUTAGE_S; 70 an
-# error the driver did not foresee; 130 interrupted).
-# 2 also when no node the cluster can ever have holds one trial (a final answer);
-# 4 when no node that holds one joined within ``cluster_wait_s``: nodes may still
-# join, so the service submits the sweep again (``sweep_service.reconciler``).
-EXIT_NO_NODE_YET = 4
 # How often the driver looks at the cluster's nodes while it waits, and tells so.
 POLL_S = 2.0
 NOTICE_EVERY_S = 15.0
@@ -124,7 +117,7 @@ def waiting_notice(spec: SweepSpec, nodes: list[Resources], waited: float, limit
     cpus = sum(node.get("CPU", 0.0) for node in nodes)
     gpus = sum(node.get("GPU", 0.0) for node in nodes)
     return (
-        f"waiting for a node with {counted(wanted['CPU'], 'CPU')} and "
+        f"{WAITING}a node with {counted(wanted['CPU'], 'CPU')} and "
         f"{counted(wanted['GPU'], 'GPU')} (cluster has {counted(cpus, 'CPU')}/"
         f"{counted(gpus, 'GPU')}; {waited:.0f} s of {limit:g})"
     )
@@ -137,8 +130,8 @@ def await_capacity(
     notify: Callable[[str], object],
 ) -> tuple[int, str] | None:
     """Wait until a live node can hold one trial of ``spec``: None then. Else the exit
-    code and the reason: at once (code 2) when no node the cluster can ever have holds
-    it (``configured_nodes``), after ``settings.cluster_wait_s`` (code 4) when none
+    code and the reason: at once (``INVALID``) when no node the cluster can ever have holds
+    it (``configured_nodes``), after ``settings.cluster_wait_s`` (``NO_NODE_YET``) when none
     joined meanwhile. While it waits, ``notify`` gets ``waiting_notice`` at first and
     every ``NOTICE_EVERY_S``: nodes rejoin a restarted head over tens of seconds."""
     configured = configured_nodes(settings, own_head)
@@ -146,7 +139,7 @@ def await_capacity(
         which = "of the cluster" if own_head else "the cluster can have"
         never = unschedulable_reason(spec, configured, which)
         if never:
-            return 2, never
+            return DriverExit.INVALID, never
     started = time.monotonic()
     noticed = -NOTICE_EVERY_S
     while True:
@@ -157,7 +150,7 @@ def await_capacity(
         if waited >= settings.cluster_wait_s:
             reason = unschedulable_reason(spec, nodes, "of the cluster")
             limit = f"{settings.cluster_wait_s:g} s (DICESWEEP_CLUSTER_WAIT_S)"
-            return EXIT_NO_NODE_YET, f"{reason}, after waiting {limit}"
+            return DriverExit.NO_NODE_YET, f"{reason}, after waiting {limit}"
         if waited - noticed >= NOTICE_EVERY_S:
             notify(waiting_notice(spec, nodes, waited, settings.cluster_wait_s))
             noticed = waited

@@ -1,14 +1,5 @@
-"""The driver's exit codes, and the one way out of ``python -m trainables.driver``.
-
-Final (the service marks the sweep failed, ``sweep_service.reconciler``), declared by
-the driver: 1, some trials failed; 2, an invalid spec, or a trial larger than any node
-the cluster can have. Any other is tried again (the service submits the sweep again,
-at most ``max_resubmissions`` times): 3, the service's release differs from the
-cluster's; 4, no node that holds a trial joined within ``DICESWEEP_CLUSTER_WAIT_S``;
-5, MLflow did not answer within ``DICESWEEP_MLFLOW_OUTAGE_S``; 70, anything else the
-driver did not foresee (Python's own 1 for an unhandled exception would read as
-"trials failed"); 130, interrupted; a signal's, the driver killed.
-"""
+"""The one way out of ``python -m trainables.driver``: the exit codes are the
+contract's (``search_spaces.contract.DriverExit``), which the service reads."""
 
 from __future__ import annotations
 
@@ -17,18 +8,13 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+from search_spaces.contract import DriverExit
 from trainables.driver.mlflow_wait import TrackingAwayError
-
-# 1, some trials failed (``run.report``); 2, an invalid spec or too large a trial: the
-# service's ``FINAL_EXIT_CODES`` are these.
-FINAL_EXIT_CODES = frozenset({1, 2})
-EXIT_NO_TRACKING = 5
-EXIT_CRASHED = 70  # sysexits' EX_SOFTWARE
 
 
 def run_declared(main: Callable[[], object]) -> NoReturn:
     """Run ``main`` and exit with the code it declares (``sys.exit(n)``); a failure it
-    did not declare exits ``EXIT_NO_TRACKING`` (MLflow away) or ``EXIT_CRASHED``, its
+    did not declare exits ``NO_TRACKING`` (MLflow away) or ``CRASHED``, its
     traceback on stderr and its reason on the last line (what the sweep's message
     shows)."""
     try:
@@ -38,15 +24,15 @@ def run_declared(main: Callable[[], object]) -> NoReturn:
             raise
         # sys.exit("text") from a library: Python would print it and exit 1.
         print(exiting.code, file=sys.stderr)
-        sys.exit(EXIT_CRASHED)
+        sys.exit(DriverExit.CRASHED)
     except TrackingAwayError as away:
         print(one_line(away), file=sys.stderr, flush=True)
-        sys.exit(EXIT_NO_TRACKING)
+        sys.exit(DriverExit.NO_TRACKING)
     except Exception as error:
         traceback.print_exc()
         print(one_line(error), file=sys.stderr, flush=True)
-        sys.exit(EXIT_CRASHED)
-    sys.exit(0)
+        sys.exit(DriverExit.CRASHED)
+    sys.exit(DriverExit.DONE)
 
 
 def one_line(error: BaseException) -> str:

@@ -2,9 +2,8 @@
 not answer, as the trial logger waits mid-run, rather than dying on its first request.
 
 While it waits it says so every ``NOTICE_EVERY_S`` on a line of its own,
-``sweep <id>: waiting for MLflow since 13:52:07 UTC: ...``, which the service reads
-from the job's log into the sweep's message (``sweep_service.notices``): the parent
-run, where other notices go, cannot be tagged while MLflow is away.
+``sweep <id>: waiting for MLflow since 13:52:07 UTC: ...``, a notice the service reads
+from the job's log into the sweep's message (``search_spaces.contract.current_notice``).
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from search_spaces.contract import WAITING
+
 T = TypeVar("T")
 
 # How often the driver asks MLflow while it waits, and tells so.
@@ -21,7 +22,6 @@ POLL_S = 2.0
 NOTICE_EVERY_S = 15.0
 # One probe's wait for an answer: a server that answers at all does so at once.
 PROBE_TIMEOUT_S = 5
-WAITING_FOR_MLFLOW = "waiting for MLflow since"
 
 
 class TrackingAwayError(RuntimeError):
@@ -105,7 +105,7 @@ def through_outage(
             )
         if now - noticed >= NOTICE_EVERY_S:
             notify(
-                f"{WAITING_FOR_MLFLOW} {utc_clock(since)} UTC: {where} "
+                f"{WAITING}MLflow since {utc_clock(since)} UTC: {where} "
                 f"({waited:.0f} s of {outage_s:g}, DICESWEEP_MLFLOW_OUTAGE_S)"
             )
             noticed = now

@@ -9,15 +9,16 @@ import sys
 import time
 from typing import Any
 
-from search_spaces.dataset_refs import dataset_label
-from search_spaces.lineage import (
+from search_spaces.contract import (
     CHART_VIEW_TAG,
     DATASET_COUNT_TAG,
     EXPERIMENT,
     ROLE_TAG,
     SWEEP_TAG,
     chart_view,
+    said,
 )
+from search_spaces.dataset_refs import dataset_label
 from search_spaces.resolve import trial_count
 from search_spaces.sections import TrackingLink
 from search_spaces.settings import DicesweepSettings
@@ -144,7 +145,7 @@ def open_tracking(
     client = MlflowClient(tracking_uri=uri)
 
     def notify(message: str) -> None:
-        print(f"sweep {sweep_id}: {message}", file=sys.stderr, flush=True)
+        print(said(sweep_id, message), file=sys.stderr, flush=True)
 
     def open_runs() -> TrackingLink:
         experiment = experiment_id(client, settings, experiment_name, known_experiment)

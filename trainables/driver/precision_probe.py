@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from search_spaces.lineage import PRECISION_REASON_TAG, PRECISION_TAG
+from search_spaces.contract import PRECISION_REASON_TAG, PRECISION_TAG, said
 from search_spaces.precision_rule import (
     BF16_PARITY,
     Probe,
@@ -96,6 +96,6 @@ def with_sweep_precision(
     if recorded is None:
         client.set_tag(parent, PRECISION_TAG, chosen)
         client.set_tag(parent, PRECISION_REASON_TAG, reason)
-    print(f"sweep {sweep_id}: precision auto is {chosen} ({reason})", file=sys.stderr)
+    print(said(sweep_id, f"precision auto is {chosen} ({reason})"), file=sys.stderr)
     training = spec.training.model_copy(update={"precision": chosen})
     return spec.model_copy(update={"training": training})

@@ -29,6 +29,7 @@ from typing import Any
 
 from ray.tune import Callback
 
+from search_spaces.contract import progress_head
 from search_spaces.dataset_refs import dataset_label
 from search_spaces.reports import degenerate_reason, loss_label
 from search_spaces.sections import trial_training
@@ -185,10 +186,8 @@ class Snapshot:
 
     def line(self) -> str:
         """One plain line: ``[0:01:12] 3/8 trials (38%): 2 running, 3 done, 0 failed ...``."""
-        text = (
-            f"[{clock(self.elapsed_s)}] {self.ended}/{self.total} trials ({self.percent:.0f}%): "
-            f"{self.counts()} | ETA {clock(self.eta_s)}"
-        )
+        head = progress_head(clock(self.elapsed_s), self.ended, self.total)
+        text = f"{head}: {self.counts()} | ETA {clock(self.eta_s)}"
         best = self.best_text()
         return text + (f" | best {best}" if best else "")
 

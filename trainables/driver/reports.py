@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.contract import said
 from search_spaces.flags import constant_choices
 from search_spaces.reports import (
     final_rows,
@@ -167,8 +168,11 @@ def announce_choices(
     ]
     for label in constant_choices(rows):
         print(
-            f"sweep {sweep_id}: every stage-1 trial of {label} is constant (one prediction"
-            " for ≥ 99% of the tuning split); stage 2 runs it at the best of them",
+            said(
+                sweep_id,
+                f"every stage-1 trial of {label} is constant (one prediction for ≥ 99% of "
+                "the tuning split); stage 2 runs it at the best of them",
+            ),
             file=sys.stderr,
         )
     return tuned_by_label(chosen)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from search_spaces.contract import said
 from search_spaces.reports import final_rows, loss_label
 from search_spaces.reports.sequential import loss_looks
 from search_spaces.sequential import Round, first_round, next_round
@@ -81,16 +82,16 @@ def run_round(
     """
     from ray import tune
 
-    from search_spaces.tune_search import round_param_space
+    from trainables.driver.tune_search import round_param_space
 
     path = round_path(settings.storage_path, sweep_id, planned.look)
     seeds = f"seeds {planned.seeds[0]}-{planned.seeds[-1]}"
     if tune.Tuner.can_restore(path) and not count_unfinished(path, planned.trials):
-        print(f"sweep {sweep_id}: look {planned.look} done, read back from {path}", file=sys.stderr)
+        print(said(sweep_id, f"look {planned.look} done, read back from {path}"), file=sys.stderr)
         restored = tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results()
         return with_configs(restored, path)
     print(
-        f"sweep {sweep_id}: round {planned.look}: {', '.join(planned.labels)} at {seeds}",
+        said(sweep_id, f"round {planned.look}: {', '.join(planned.labels)} at {seeds}"),
         file=sys.stderr,
     )
     if tune.Tuner.can_restore(path):

@@ -30,8 +30,15 @@ from typing import Any
 
 import pandas as pd
 
+from search_spaces.contract import (
+    EXPERIMENT,
+    FAILED_TRIALS_TAG,
+    FAILED_TUNE_TRIALS_TAG,
+    FAILURE_TAG,
+    DriverExit,
+    said,
+)
 from search_spaces.errors import SpecError
-from search_spaces.lineage import EXPERIMENT
 from search_spaces.plural import counted
 from search_spaces.reports.budget import stage_one_is_random
 from search_spaces.resolve import trial_count
@@ -65,10 +72,6 @@ def new_sweep_id(spec: SweepSpec) -> str:
     return f"{spec.name or 'sweep'}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
-# On a sweep's parent run while its driver waits for a node (``wait_for_cluster``).
-WAITING_TAG = "dicesweep.waiting"
-
-
 def import_report_libraries() -> None:
     """Import what the reports need (matplotlib, SciPy's tests: seconds) while the
     trials run and the driver mostly waits, rather than after the last trial."""
@@ -80,26 +83,20 @@ def import_report_libraries() -> None:
 def wait_for_cluster(
     spec: SweepSpec, sweep_id: str, settings: DicesweepSettings, client: Any, parent: str
 ) -> int:
-    """Wait for a node that holds one trial (``await_capacity``), telling so on stderr
-    and in the parent run's ``dicesweep.waiting`` tag; 0 once one is there, else the
-    exit code, the parent run FAILED with the reason."""
+    """Wait for a node that holds one trial (``await_capacity``), its notice on stderr
+    (the sweep's message in the service); ``DONE`` once one is there, else the exit
+    code, the parent run FAILED with the reason."""
     own_head = not settings.ray_address and not os.environ.get("RAY_ADDRESS")
 
-    notices: list[str] = []
-
     def notify(message: str) -> None:
-        print(f"sweep {sweep_id}: {message}", file=sys.stderr)
-        client.set_tag(parent, WAITING_TAG, message)
-        notices.append(message)
+        print(said(sweep_id, message), file=sys.stderr)
 
     refused = await_capacity(spec, settings, own_head, notify)
-    if notices:
-        client.delete_tag(parent, WAITING_TAG)
     if refused is None:
-        return 0
+        return DriverExit.DONE
     code, reason = refused
-    print(f"sweep {sweep_id}: {reason}", file=sys.stderr)
-    client.set_tag(parent, "dicesweep.failure", reason)
+    print(said(sweep_id, reason), file=sys.stderr)
+    client.set_tag(parent, FAILURE_TAG, reason)
     client.set_terminated(parent, "FAILED")
     return code
 
@@ -123,7 +120,7 @@ def run(
     log_file = settings.home / "logs" / f"{sweep_id}.log"
     most = "at most " if spec.seeds_until is not None else ""
     print(
-        f"sweep {sweep_id}: {most}{trial_count(spec)} trials; Ray's log: {log_file}",
+        said(sweep_id, f"{most}{trial_count(spec)} trials; Ray's log: {log_file}"),
         file=sys.stderr,
     )
     # While Ray starts (seconds, mostly waiting on its processes), a thread sets up
@@ -159,7 +156,7 @@ def run(
     repaired = logger.backfill([*stage_one, *results])
     if repaired:
         print(
-            f"sweep {sweep_id}: {repaired} trial run(s) completed from Tune's results",
+            said(sweep_id, f"{repaired} trial run(s) completed from Tune's results"),
             file=sys.stderr,
         )
     return report(spec, sweep_id, client, parent, results, stage_one)
@@ -199,11 +196,14 @@ def interrupted(client: Any, experiment: str, parent: str, sweep_id: str, unfini
     stop_running_trial_runs(client, experiment, sweep_id)
     client.set_terminated(parent, "KILLED")
     print(
-        f"sweep {sweep_id} interrupted with {counted(unfinished, 'trial')} unfinished; "
-        f"resume with --sweep-id {sweep_id}",
+        said(
+            sweep_id,
+            f"interrupted with {counted(unfinished, 'trial')} unfinished; "
+            f"resume with --sweep-id {sweep_id}",
+        ),
         file=sys.stderr,
     )
-    return 130
+    return DriverExit.INTERRUPTED
 
 
 def report(
@@ -239,13 +239,13 @@ def report(
     status = "FAILED" if len(failed) == len(results) else "FINISHED"
     # A stage-1 trial that fails (a learning rate that diverges) is an outcome of the
     # tuning, not a failure of the sweep: counted apart.
-    client.set_tag(parent, "dicesweep.failed_trials", str(len(failed)))
+    client.set_tag(parent, FAILED_TRIALS_TAG, str(len(failed)))
     if spec.tune is not None:
-        client.set_tag(parent, "dicesweep.failed_tune_trials", str(len(tune_failed)))
+        client.set_tag(parent, FAILED_TUNE_TRIALS_TAG, str(len(tune_failed)))
     client.set_terminated(parent, status)
     done = len(results) - len(failed)
-    print(f"sweep {sweep_id}: {done} done, {len(failed)} failed", file=sys.stderr)
-    return 1 if failed else 0
+    print(said(sweep_id, f"{done} done, {len(failed)} failed"), file=sys.stderr)
+    return DriverExit.TRIALS_FAILED if failed else DriverExit.DONE
 
 
 def main(argv: list[str] | None = None, started_at: float | None = None) -> None:
@@ -271,12 +271,12 @@ def main(argv: list[str] | None = None, started_at: float | None = None) -> None
     mismatch = submitter_skew()
     if mismatch:  # a job from a service of another release: refused before anything runs
         print(mismatch, file=sys.stderr)
-        sys.exit(3)
+        sys.exit(DriverExit.RELEASE_SKEW)
     try:
         spec = load_spec(args, settings)
     except (SpecError, SpecFileError) as error:
         print(error, file=sys.stderr)
-        sys.exit(2)
+        sys.exit(DriverExit.INVALID)
     code = run(
         spec,
         args.sweep_id,

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from search_spaces.lineage import STAGE_TAG, TUNE_METHOD_TAG, TUNED_TAG
+from search_spaces.contract import STAGE_TAG, TUNE_METHOD_TAG, TUNED_TAG, said
 from search_spaces.plural import counted
 from search_spaces.resolve import stage_counts, trial_count
 from search_spaces.settings import DicesweepSettings
@@ -43,7 +43,7 @@ def build_tuner(
     keeps the start it was given first."""
     from ray import tune
 
-    from search_spaces.tune_search import stage_param_space, to_param_space
+    from trainables.driver.tune_search import stage_param_space, to_param_space
 
     path = experiment_path(storage, sweep_id, stage)
     if tune.Tuner.can_restore(path):
@@ -85,7 +85,7 @@ def new_tuner(
     from ray import tune
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
-    from search_spaces.tune_search import tune_config_kwargs
+    from trainables.driver.tune_search import tune_config_kwargs
 
     without_tensorboard()
     name, storage_path = folder
@@ -125,7 +125,7 @@ def trainable_of(spec: SweepSpec) -> Any:
     """``train`` with the resources a trial of ``spec`` reserves."""
     from ray import tune
 
-    from search_spaces.tune_search import trial_resources
+    from trainables.driver.tune_search import trial_resources
     from trainables.train import train
 
     return tune.with_resources(train, trial_resources(spec))
@@ -166,7 +166,7 @@ def run_stage_one(
     path = experiment_path(settings.storage_path, sweep_id, "tune")
     expected = stage_counts(spec)["tune"]
     if tune.Tuner.can_restore(path) and not count_unfinished(path, expected):
-        print(f"sweep {sweep_id}: stage 1 done, read back from {path}", file=sys.stderr)
+        print(said(sweep_id, f"stage 1 done, read back from {path}"), file=sys.stderr)
         restored = tune.Tuner.restore(path, trainable=trainable_of(spec)).get_results()
         return with_configs(restored, path)
     mark_stage(client, parent, "tune")

@@ -19,8 +19,7 @@ import cloudpickle
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from search_spaces.flags import degenerate_reason
-from search_spaces.lineage import (
+from search_spaces.contract import (
     ATTEMPT_TAG,
     DATASET_COUNT_TAG,
     DEGENERATE_TAG,
@@ -34,6 +33,7 @@ from search_spaces.lineage import (
     SWEEP_TAG,
     TRIAL_TAG,
 )
+from search_spaces.flags import degenerate_reason
 from search_spaces.sections import TrackingLink
 from trainables.driver.outage import WriteQueue
 from trainables.driver.trial_runs import find_run, trial_params, trial_run_name, trial_tags

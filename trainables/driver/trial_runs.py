@@ -6,8 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from search_spaces.contract import (
+    DATASET_TAG,
+    LOSS_LABEL_TAG,
+    LOSS_TAG,
+    MODEL_TAG,
+    ROLE_TAG,
+    SEED_TAG,
+    STAGE_TAG,
+    SWEEP_TAG,
+    TRIAL_TAG,
+    VARIANT_TAG,
+)
 from search_spaces.dataset_refs import dataset_label, is_binary
-from search_spaces.lineage import LOSS_LABEL_TAG, ROLE_TAG, STAGE_TAG, SWEEP_TAG, TRIAL_TAG
 from search_spaces.reports import loss_label
 from search_spaces.sections import TrialConfig
 from search_spaces.setup import setup_params, trial_setup
@@ -20,12 +31,12 @@ def trial_tags(trial: TrialConfig, trial_id: str) -> dict[str, str]:
         SWEEP_TAG: trial.sweep_id,
         TRIAL_TAG: trial_id,
         ROLE_TAG: "trial",
-        "dicesweep.loss": str(loss["name"]),
+        LOSS_TAG: str(loss["name"]),
         LOSS_LABEL_TAG: loss_label(loss),
-        "dicesweep.seed": str(trial.seed),
-        "dicesweep.dataset": dataset_label(trial.dataset),
-        "dicesweep.variant": trial.variant,
-        "dicesweep.model": trial.model,
+        SEED_TAG: str(trial.seed),
+        DATASET_TAG: dataset_label(trial.dataset),
+        VARIANT_TAG: trial.variant,
+        MODEL_TAG: trial.model,
         STAGE_TAG: trial.stage,
     }
 

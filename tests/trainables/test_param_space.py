@@ -12,7 +12,7 @@ from search_spaces.resolve import get_preset, resolve_spec
 from search_spaces.spec import expand_losses
 
 tune = pytest.importorskip("ray.tune")
-tune_search = pytest.importorskip("search_spaces.tune_search")
+tune_search = pytest.importorskip("trainables.driver.tune_search")
 sample = pytest.importorskip("ray.tune.search.sample")
 
 CONTRACT_KEYS = [

@@ -10,7 +10,7 @@ stop. Here every trial is compared with all of them, whatever the order they run
 
 A trial left alone at its rung goes on without waiting; one that ends on its own (its
 epochs, early stopping) or fails leaves the comparison. Imports Ray: only
-``search_spaces.tune_search`` imports this module.
+``trainables.driver.tune_search`` imports this module.
 """
 
 from __future__ import annotations

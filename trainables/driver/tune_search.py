@@ -40,7 +40,6 @@ from ray.tune.search.optuna import OptunaSearch
 from ray.tune.search.repeater import TRIAL_INDEX
 
 from search_spaces.dataset_refs import DatasetRef
-from search_spaces.halving import SyncHalving
 from search_spaces.loss_entries import (
     Choice,
     LogUniform,
@@ -53,6 +52,7 @@ from search_spaces.mrc_ner import MrcNerSpec
 from search_spaces.resolve import stage_counts
 from search_spaces.spec import SweepSpec, expand_losses
 from search_spaces.tuning import Stage, loss_key, max_epochs, stage_one_settings
+from trainables.driver.halving import SyncHalving
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -260,7 +260,7 @@ def to_param_space(spec: SweepSpec, *, sweep_id: str = "") -> dict[str, Any]:
     Grid: ``tune.grid_search`` over the expanded losses, the seeds, and the data sets
     and variants when there are several. Random/TPE: ``loss`` holds ``tune.uniform``,
     ``tune.loguniform`` or ``tune.choice`` domains, and there is no ``seed``: the
-    searcher of ``search_spaces.tune_search`` sets it. ``sweep_id`` is a placeholder
+    searcher of ``trainables.driver.tune_search`` sets it. ``sweep_id`` is a placeholder
     the driver may overwrite.
     """
 

@@ -13,13 +13,13 @@ from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrialConfig
 from search_spaces.settings import isolate_ray
 from search_spaces.spec import SweepSpec, expand_losses
-from search_spaces.tune_search import to_param_space
 from tests.conftest import short_home_folder
+from trainables.driver.tune_search import to_param_space
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
 pytest.importorskip("optuna")
-tune_search = pytest.importorskip("search_spaces.tune_search")
+tune_search = pytest.importorskip("trainables.driver.tune_search")
 
 
 def trivial_train(config: dict[str, Any]) -> None:

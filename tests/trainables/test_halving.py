@@ -21,7 +21,7 @@ from tests.conftest import short_home_folder
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
-tune_search = pytest.importorskip("search_spaces.tune_search")
+tune_search = pytest.importorskip("trainables.driver.tune_search")
 ExperimentAnalysis = tune.ExperimentAnalysis
 
 RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]  # ascending: the best (1e-3) third
