@@ -59,6 +59,11 @@ TRIAL_COLUMNS = [
     "eval_baseline_exact_match",
     "eval_top_prediction_share",
     "eval_positive_prediction_share",
+    # the reported checkpoint on the test split, where the trial scored it (score_test)
+    "test_f1",
+    "test_precision",
+    "test_recall",
+    "test_exact_match",
     "run_id",
 ]
 
