@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,6 +90,28 @@ def short_home_folder() -> Iterator[Path]:
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def local_tune_cluster(module: str) -> Iterator[None]:
+    """A two-CPU local Ray of its own (``isolate_ray``) for a module's Tune tests; the
+    workers cannot import a test module, so ``module``'s trainables ship by value. Ray
+    reads its auth mode once per process, and other tests may have read it already:
+    these are about Tune, not auth."""
+    import ray
+
+    from search_spaces.settings import isolate_ray
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[module])
+    with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
+        env.delenv("RAY_TMPDIR", raising=False)  # restored afterwards: isolate_ray sets it
+        env.setenv("RAY_AUTH_MODE", "disabled")
+        isolate_ray(home)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ loss's losers stop at the first rung, and what the driver reads back says so."""
 from __future__ import annotations
 
 import math
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +13,9 @@ from typing import Any
 import pytest
 
 from search_spaces.resolve import resolve_spec
-from search_spaces.settings import isolate_ray
 from search_spaces.spec import SweepSpec
 from search_spaces.tuning import choose_settings, halving_rung, stage_one_settings
-from tests.conftest import short_home_folder
+from tests.conftest import local_tune_cluster
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
@@ -49,14 +47,8 @@ def ranked_train(config: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
-        env.delenv("RAY_TMPDIR", raising=False)  # restored afterwards: isolate_ray sets it
-        env.setenv("RAY_AUTH_MODE", "disabled")
-        isolate_ray(home)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    with local_tune_cluster(__name__):
         yield
-        ray.shutdown()
 
 
 def halving_spec(kind: str) -> SweepSpec:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,8 @@ import pytest
 
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrialConfig
-from search_spaces.settings import isolate_ray
 from search_spaces.spec import SweepSpec, expand_losses
-from tests.conftest import short_home_folder
+from tests.conftest import local_tune_cluster
 from trainables.driver.tune_search import to_param_space
 
 ray = pytest.importorskip("ray")
@@ -32,17 +30,8 @@ def trivial_train(config: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    # Workers cannot import this test module: ship its trainable by value.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
-        env.delenv("RAY_TMPDIR", raising=False)  # restored afterwards: isolate_ray sets it
-        # Ray reads its auth mode once per process, and other tests in this one may
-        # have read it already: this one is about Tune, not auth.
-        env.setenv("RAY_AUTH_MODE", "disabled")
-        isolate_ray(home)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    with local_tune_cluster(__name__):
         yield
-        ray.shutdown()
 
 
 def run(spec: SweepSpec, storage: Path) -> Any:
