@@ -93,11 +93,13 @@ def short_home_folder() -> Iterator[Path]:
 
 
 @contextmanager
-def local_tune_cluster(module: str) -> Iterator[None]:
-    """A two-CPU local Ray of its own (``isolate_ray``) for a module's Tune tests; the
-    workers cannot import a test module, so ``module``'s trainables ship by value. Ray
-    reads its auth mode once per process, and other tests may have read it already:
-    these are about Tune, not auth."""
+def local_ray_head(
+    module: str, num_cpus: int = 2, environment: dict[str, str] | None = None
+) -> Iterator[None]:
+    """A local Ray head of its own (``isolate_ray``) with ``num_cpus`` CPUs and
+    ``environment`` set while it runs; the workers cannot import a test module, so
+    ``module``'s functions ship by value. Ray reads its auth mode once per process, and
+    other tests may have read it already: these tests are not about auth."""
     import ray
 
     from search_spaces.settings import isolate_ray
@@ -106,8 +108,10 @@ def local_tune_cluster(module: str) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
         env.delenv("RAY_TMPDIR", raising=False)  # restored afterwards: isolate_ray sets it
         env.setenv("RAY_AUTH_MODE", "disabled")
+        for name, value in (environment or {}).items():
+            env.setenv(name, value)
         isolate_ray(home)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         try:
             yield
         finally:

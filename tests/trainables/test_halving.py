@@ -15,7 +15,7 @@ import pytest
 from search_spaces.resolve import resolve_spec
 from search_spaces.spec import SweepSpec
 from search_spaces.tuning import choose_settings, halving_rung, stage_one_settings
-from tests.conftest import local_tune_cluster
+from tests.conftest import local_ray_head
 
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
@@ -47,7 +47,7 @@ def ranked_train(config: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    with local_tune_cluster(__name__):
+    with local_ray_head(__name__):
         yield
 
 

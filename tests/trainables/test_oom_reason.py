@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,8 +19,7 @@ import psutil
 import pytest
 import ray
 
-from search_spaces.settings import isolate_ray
-from tests.conftest import short_home_folder
+from tests.conftest import local_ray_head
 from trainables.driver.reports import failure_reason
 
 # Ray 2.56 on: "... Memory on the node (IP: 192.0.2.2, ID: ...) was 3.99GB used /
@@ -38,19 +36,14 @@ HEADROOM_BYTES = 1_500_000_000  # the workers may use this much more than now
 def local_head(memory_threshold: float | None = None) -> Iterator[None]:
     """A local Ray head of its own; its memory monitor kills a worker once the node's
     memory use passes ``memory_threshold`` (a fraction), Ray's default when None."""
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    with pytest.MonkeyPatch.context() as env, short_home_folder() as home:
-        env.delenv("RAY_TMPDIR", raising=False)
-        env.setenv("RAY_AUTH_MODE", "disabled")
-        if memory_threshold is not None:  # read by its raylet
-            env.setenv("RAY_memory_usage_threshold", f"{memory_threshold:.4f}")
-            env.setenv("RAY_memory_monitor_refresh_ms", "100")
-        isolate_ray(home)
-        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-        try:
-            yield
-        finally:
-            ray.shutdown()
+    monitor: dict[str, str] = {}
+    if memory_threshold is not None:  # read by its raylet
+        monitor = {
+            "RAY_memory_usage_threshold": f"{memory_threshold:.4f}",
+            "RAY_memory_monitor_refresh_ms": "100",
+        }
+    with local_ray_head(__name__, num_cpus=1, environment=monitor):
+        yield
 
 
 @pytest.fixture

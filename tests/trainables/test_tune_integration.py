@@ -11,7 +11,7 @@ import pytest
 from search_spaces.resolve import resolve_spec
 from search_spaces.sections import TrialConfig
 from search_spaces.spec import SweepSpec, expand_losses
-from tests.conftest import local_tune_cluster
+from tests.conftest import local_ray_head
 from trainables.driver.tune_search import to_param_space
 
 ray = pytest.importorskip("ray")
@@ -30,7 +30,7 @@ def trivial_train(config: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    with local_tune_cluster(__name__):
+    with local_ray_head(__name__):
         yield
 
 
